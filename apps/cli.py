@@ -1,0 +1,144 @@
+"""``demohub``: serve the hub, list and download weights, check the machine, evaluate and train demos."""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import importlib.metadata
+import importlib.util
+import os
+import platform
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+from apps import DEMOS, get_demo
+from shared import weights
+from shared.errors import DemoHubError
+
+LIBRARIES = ("torch", "gradio", "gradio_client", "streamlit", "transformers", "huggingface_hub", "safetensors",
+             "diffusers", "rdkit", "peft", "numpy", "pillow", "regex")
+
+
+def cmd_serve(args: argparse.Namespace) -> int:
+    if args.streamlit:
+        app = Path(__file__).with_name("streamlit_hub.py")
+        if not app.exists():
+            print("The Streamlit hub is not built yet; run `demohub serve` for the Gradio hub.", file=sys.stderr)
+            return 2
+        return subprocess.call([sys.executable, "-m", "streamlit", "run", str(app), "--server.address", args.host,
+                                "--server.port", str(args.port or 8501), "--browser.gatherUsageStats", "false"])
+    from apps import hub
+
+    hub.launch(args.host, args.port or 7860, args.share)
+    return 0
+
+
+def cmd_list(args: argparse.Namespace) -> int:
+    for demo in DEMOS:
+        print(f"{demo.id}: {demo.title}")
+        for ws in demo.weight_sets:
+            source = ws.repo_id or "bundled"
+            print(f"  {ws.name:<32} {weights.state(demo.id, ws).value:<13} {ws.size_text:>12}  {source}")
+    return 0
+
+
+def cmd_download(args: argparse.Namespace) -> int:
+    demo = get_demo(args.demo)
+    ws = demo.weight_set(args.weights)
+    if weights.state(demo.id, ws) in (weights.WeightState.BUNDLED, weights.WeightState.CACHED):
+        print(f"{demo.id}/{ws.name} is already here: {weights.resolve(demo.id, ws, allow_download=False)}")
+        return 0
+    print(f"Downloading {ws.repo_id}@{ws.revision} ({ws.size_text}) into {weights.hf_cache_dir()} ...")
+    print(f"Done: {weights.download(demo.id, ws)}")
+    return 0
+
+
+def _version(name: str) -> str:
+    dist = {"pillow": "pillow", "rdkit": "rdkit"}.get(name, name)
+    try:
+        return importlib.metadata.version(dist)
+    except importlib.metadata.PackageNotFoundError:
+        return "not installed"
+
+
+def cmd_doctor(args: argparse.Namespace) -> int:
+    print(f"Python        {platform.python_version()} ({sys.executable})")
+    print(f"Platform      {platform.platform()}")
+    for name in LIBRARIES:
+        print(f"{name:<13} {_version(name)}")
+    if importlib.util.find_spec("torch"):
+        import torch
+
+        from shared.device import pick_device, pick_dtype
+
+        cuda = torch.cuda.is_available()
+        gpus = ", ".join(torch.cuda.get_device_name(i) for i in range(torch.cuda.device_count())) if cuda else "none"
+        print(f"CUDA          {torch.version.cuda if cuda else 'not available'} (GPUs: {gpus})")
+        device = pick_device()
+        print(f"Device/dtype  {device} / {str(pick_dtype(device)).removeprefix('torch.')}")
+    cache = weights.hf_cache_dir()
+    existing = next(p for p in (cache, *cache.parents) if p.exists())
+    print(f"HF cache      {cache} ({shutil.disk_usage(existing).free / 1e9:.1f} GB free)")
+    print(f"Offline       {'yes (HF_HUB_OFFLINE=1)' if weights.offline() else 'no'}")
+    print(f"Checkpoints   {os.environ.get('DEMOHUB_CHECKPOINTS') or weights.BUNDLED_ROOT}")
+    print("Weights here:")
+    for demo in DEMOS:
+        for ws in demo.weight_sets:
+            st = weights.state(demo.id, ws)
+            if st in (weights.WeightState.BUNDLED, weights.WeightState.CACHED):
+                print(f"  {demo.id}/{ws.name} ({st.value})")
+    return 0
+
+
+def _delegate(kind: str, args: argparse.Namespace) -> int:
+    """``demohub eval|train DEMO ...`` runs ``apps.<demo>.evaluate|train.main(rest)``."""
+    demo = get_demo(args.demo)
+    module_name = f"apps.{demo.id}.{'evaluate' if kind == 'eval' else 'train'}"
+    if importlib.util.find_spec(module_name) is None:
+        print(f"{demo.id} has no `demohub {kind}` yet.", file=sys.stderr)
+        return 2
+    return importlib.import_module(module_name).main(args.rest) or 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="demohub", description=__doc__)
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    serve = sub.add_parser("serve", help="start the hub (Gradio, or Streamlit with --streamlit)")
+    serve.add_argument("--streamlit", action="store_true")
+    serve.add_argument("--host", default=os.environ.get("DEMOHUB_HOST", "127.0.0.1"))
+    serve.add_argument("--port", type=int, default=int(os.environ["DEMOHUB_PORT"]) if "DEMOHUB_PORT" in os.environ else None)
+    serve.add_argument("--share", action="store_true", help="also open a temporary public gradio.live link")
+    serve.set_defaults(func=cmd_serve)
+
+    sub.add_parser("list", help="demos, weight sets, sizes, and whether each is here").set_defaults(func=cmd_list)
+
+    download = sub.add_parser("download", help="download a demo's weights into the Hugging Face cache")
+    download.add_argument("demo", choices=[d.id for d in DEMOS])
+    download.add_argument("--weights", help="weight set name (default: the demo's first)")
+    download.set_defaults(func=cmd_download)
+
+    sub.add_parser("doctor", help="versions, device, cache and offline state").set_defaults(func=cmd_doctor)
+
+    for kind in ("eval", "train"):
+        p = sub.add_parser(kind, help=f"{'evaluate' if kind == 'eval' else 'train'} a demo's model "
+                                      f"(see `demohub {kind} DEMO --help`)", add_help=False)
+        p.add_argument("demo", choices=[d.id for d in DEMOS])
+        p.add_argument("rest", nargs=argparse.REMAINDER)
+        p.set_defaults(func=lambda a, k=kind: _delegate(k, a))
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return args.func(args)
+    except DemoHubError as error:
+        print(f"demohub: {error}", file=sys.stderr)
+        return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,32 @@
+"""3D-MoLM: question answering about 3D molecules (registration only; no heavy imports)."""
+
+from shared.registry import Demo, Paper, WeightSet
+
+PAPER = Paper(
+    title="Towards 3D Molecule-Text Interpretation in Language Models",
+    authors="Sihang Li, Zhiyuan Liu, Yanchen Luo, Xiang Wang, Xiangnan He, Kenji Kawaguchi, Tat-Seng Chua, Qi Tian",
+    arxiv_id="2401.13923",
+    code_url="https://github.com/lsh0520/3D-MoLM",
+    abstract=(
+        "3D-MoLM lets a language model read 3D molecular structure: a Uni-Mol encoder embeds a conformer, a "
+        "Q-Former turns it into a few query tokens projected into Llama-2, and instruction tuning teaches the "
+        "model to describe molecules and answer property questions."
+    ),
+)
+
+DEMO = Demo(
+    id="molm3d",
+    title="3D-MoLM: ask about a molecule",
+    tagline="Give a SMILES or SDF, see its 3D conformer, and ask questions answered beside RDKit reference values.",
+    paper=PAPER,
+    emoji="🧬",
+    suggested_hardware="a10g-large",
+    weight_sets=(
+        WeightSet("generalist", "Official 3D-MoLM generalist checkpoint with Uni-Mol and Llama-2-7B.",
+                  repo_id="Sihangli/3D-MoLM",
+                  allow_patterns=("generalist/generalist.ckpt", "uni-mol/mol_pre_no_h_220816.pt", "llama-2-7b-hf/*"),
+                  size_bytes=14_000_000_000, license="apache-2.0"),
+    ),
+    pipeline="apps.molm3d.pipeline:MoLM3DPipeline",
+    page="apps.molm3d.page",
+)

@@ -1,0 +1,1 @@
+"""Code every demo uses; knows no demo (imports point down only)."""

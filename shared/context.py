@@ -1,0 +1,54 @@
+"""What a page gets: its demo record and the shared pool, and one way to load a pipeline through them."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from shared import weights
+from shared.pool import ModelPool, default_pool
+from shared.registry import Demo, WeightSet
+
+
+def load_pipeline(demo: Demo, ws: WeightSet) -> Any:
+    """Resolve the weights, then ``Pipeline.from_pretrained(folder, device=..., dtype=...)``."""
+    from shared.device import pick_device, pick_dtype
+
+    folder = weights.resolve(demo.id, ws)
+    device = pick_device()
+    return demo.pipeline_class().from_pretrained(folder, device=device, dtype=pick_dtype(device))
+
+
+@dataclass
+class DemoContext:
+    demo: Demo
+    pool: ModelPool = field(default_factory=default_pool)
+
+    def pipeline(self, weights_name: str | None = None) -> Any:
+        """The loaded pipeline for a weight set, from the pool (loaded at most once per process)."""
+        ws = self.demo.weight_set(weights_name or self.default_weights())
+        return self.pool.get((self.demo.id, ws.name), lambda: load_pipeline(self.demo, ws), size_hint=ws.size_bytes)
+
+    def weight_states(self) -> dict[str, weights.WeightState]:
+        return {ws.name: weights.state(self.demo.id, ws) for ws in self.demo.weight_sets}
+
+    def default_weights(self) -> str:
+        """The first weight set (in the demo's order of preference) that is here without a download."""
+        for ws in self.demo.weight_sets:
+            if weights.state(self.demo.id, ws) in (weights.WeightState.BUNDLED, weights.WeightState.CACHED):
+                return ws.name
+        return self.demo.weight_sets[0].name
+
+    def weight_choices(self) -> list[tuple[str, str]]:
+        """(label, value) pairs for a weights selector: name, state, and size where a download is needed."""
+        choices = []
+        for ws in self.demo.weight_sets:
+            st = weights.state(self.demo.id, ws)
+            if (self.demo.id, ws.name) in self.pool:
+                label = "loaded"
+            elif st in (weights.WeightState.DOWNLOADABLE, weights.WeightState.UNAVAILABLE):
+                label = f"{st.value}, {ws.size_text}"
+            else:
+                label = st.value
+            choices.append((f"{ws.name} ({label})", ws.name))
+        return choices

@@ -1,0 +1,61 @@
+"""Where models run: device and dtype choice with env overrides, and the ZeroGPU shim."""
+
+from __future__ import annotations
+
+import os
+from typing import Any, Callable
+
+_DTYPES = {"float32": "float32", "fp32": "float32", "float16": "float16", "fp16": "float16",
+           "half": "float16", "bfloat16": "bfloat16", "bf16": "bfloat16"}
+
+
+def pick_device() -> str:
+    """``DEMOHUB_DEVICE`` if set, else cuda > mps > cpu."""
+    forced = os.environ.get("DEMOHUB_DEVICE")
+    if forced:
+        return forced
+    import torch
+
+    if torch.cuda.is_available():
+        return "cuda"
+    if getattr(torch.backends, "mps", None) is not None and torch.backends.mps.is_available():
+        return "mps"
+    return "cpu"
+
+
+def pick_dtype(device: str | None = None):
+    """``DEMOHUB_DTYPE`` if set, else bf16 (or fp16 where bf16 is unsupported) on GPU, fp32 on CPU."""
+    import torch
+
+    forced = os.environ.get("DEMOHUB_DTYPE")
+    if forced:
+        try:
+            return getattr(torch, _DTYPES[forced.lower()])
+        except KeyError:
+            raise ValueError(f"DEMOHUB_DTYPE={forced!r} is not one of {sorted(_DTYPES)}") from None
+    device = device or pick_device()
+    if device.startswith("cuda"):
+        return torch.bfloat16 if torch.cuda.is_bf16_supported() else torch.float16
+    if device.startswith("mps"):
+        return torch.float16
+    return torch.float32
+
+
+def on_zero_gpu() -> bool:
+    return bool(os.environ.get("SPACES_ZERO_GPU"))
+
+
+def gpu(fn: Callable | None = None, *, duration: int | Callable[..., int] = 60) -> Any:
+    """``spaces.GPU(duration=...)`` on ZeroGPU Spaces, the function unchanged everywhere else.
+
+    Usable as ``@gpu`` or ``@gpu(duration=120)``.
+    """
+
+    def wrap(f: Callable) -> Callable:
+        if not on_zero_gpu():
+            return f
+        import spaces  # only present on Spaces
+
+        return spaces.GPU(duration=duration)(f)
+
+    return wrap(fn) if fn is not None else wrap

@@ -1,0 +1,163 @@
+"""ModelPool: lazy loading, one load per key under concurrency, LRU eviction under a memory budget."""
+
+from __future__ import annotations
+
+import gc
+import os
+import sys
+import threading
+from collections import OrderedDict
+from dataclasses import dataclass, field
+from typing import Any, Callable, Hashable
+
+
+def estimate_bytes(obj: Any) -> int:
+    """Bytes held by ``obj``: its own ``memory_bytes()``, an ``nn.Module``'s tensors, or its modules' tensors."""
+    if hasattr(obj, "memory_bytes"):
+        return int(obj.memory_bytes())
+    if "torch" not in sys.modules:
+        return 0
+    import torch
+
+    modules = [obj] if isinstance(obj, torch.nn.Module) else [
+        v for v in vars(obj).values() if isinstance(v, torch.nn.Module)
+    ] if hasattr(obj, "__dict__") else []
+    seen: set[int] = set()
+    total = 0
+    for module in modules:
+        for tensor in [*module.parameters(), *module.buffers()]:
+            if tensor.device.type == "meta":
+                continue
+            storage = tensor.untyped_storage()
+            if storage.data_ptr() not in seen:
+                seen.add(storage.data_ptr())
+                total += storage.nbytes()
+    return total
+
+
+def default_budget() -> int:
+    """``DEMOHUB_POOL_BYTES``, else 90% of GPU memory on CUDA, else half the machine's RAM."""
+    if os.environ.get("DEMOHUB_POOL_BYTES"):
+        return int(float(os.environ["DEMOHUB_POOL_BYTES"]))
+    if "torch" in sys.modules:
+        import torch
+
+        if torch.cuda.is_available():
+            return int(torch.cuda.get_device_properties(0).total_memory * 0.9)
+    return int(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") * 0.5)
+
+
+@dataclass
+class PoolStats:
+    loaded: dict[str, int] = field(default_factory=dict)  # key -> bytes, least recently used first
+    hits: int = 0
+    misses: int = 0
+    loads: int = 0
+    evictions: int = 0
+    budget_bytes: int = 0
+
+    @property
+    def used_bytes(self) -> int:
+        return sum(self.loaded.values())
+
+
+class ModelPool:
+    def __init__(self, budget_bytes: int | None = None):
+        self.budget_bytes = default_budget() if budget_bytes is None else budget_bytes
+        self._models: OrderedDict[Hashable, tuple[Any, int]] = OrderedDict()
+        self._key_locks: dict[Hashable, threading.Lock] = {}
+        self._lock = threading.Lock()
+        self._hits = self._misses = self._loads = self._evictions = 0
+
+    def get(self, key: Hashable, loader: Callable[[], Any], size_hint: int = 0) -> Any:
+        """The model for ``key``, calling ``loader()`` only if no thread has loaded it yet."""
+        with self._lock:
+            if key in self._models:
+                self._hits += 1
+                self._models.move_to_end(key)
+                return self._models[key][0]
+            key_lock = self._key_locks.setdefault(key, threading.Lock())
+        with key_lock:
+            with self._lock:
+                if key in self._models:  # another thread loaded it while we waited
+                    self._hits += 1
+                    self._models.move_to_end(key)
+                    return self._models[key][0]
+                self._misses += 1
+                self._evict_until(self.budget_bytes - size_hint)
+            model = loader()
+            size = estimate_bytes(model) or size_hint
+            with self._lock:
+                self._loads += 1
+                self._models[key] = (model, size)
+                self._evict_until(self.budget_bytes, keep=key)
+            return model
+
+    def evict(self, key: Hashable) -> bool:
+        with self._lock:
+            if key not in self._models:
+                return False
+            self._drop(key)
+        _release_memory()
+        return True
+
+    def clear(self) -> None:
+        with self._lock:
+            for key in list(self._models):
+                self._drop(key)
+        _release_memory()
+
+    def __contains__(self, key: Hashable) -> bool:
+        with self._lock:
+            return key in self._models
+
+    def stats(self) -> PoolStats:
+        with self._lock:
+            return PoolStats(
+                loaded={_key_text(k): size for k, (_, size) in self._models.items()},
+                hits=self._hits, misses=self._misses, loads=self._loads, evictions=self._evictions,
+                budget_bytes=self.budget_bytes,
+            )
+
+    def _evict_until(self, limit: int, keep: Hashable | None = None) -> None:
+        """Drop least recently used models until the total fits ``limit`` (caller holds ``_lock``)."""
+        dropped = False
+        while self._models and sum(s for _, s in self._models.values()) > limit:
+            victim = next((k for k in self._models if k != keep), None)
+            if victim is None:
+                break
+            self._drop(victim)
+            dropped = True
+        if dropped:
+            _release_memory()
+
+    def _drop(self, key: Hashable) -> None:
+        model, _ = self._models.pop(key)
+        self._evictions += 1
+        del model
+
+
+def _release_memory() -> None:
+    gc.collect()
+    if "torch" in sys.modules:
+        import torch
+
+        if torch.cuda.is_available():
+            torch.cuda.empty_cache()
+
+
+def _key_text(key: Hashable) -> str:
+    return "/".join(map(str, key)) if isinstance(key, tuple) else str(key)
+
+
+_default: ModelPool | None = None
+_default_lock = threading.Lock()
+
+
+def default_pool() -> ModelPool:
+    """The process-wide pool every front end shares."""
+    global _default
+    with _default_lock:
+        if _default is None:
+            _default = ModelPool()
+        return _default

@@ -1,0 +1,80 @@
+"""Plain records describing papers, demos and their weight sets (no heavy imports, no apps/ imports)."""
+
+from __future__ import annotations
+
+import importlib
+from dataclasses import dataclass, field
+
+
+@dataclass(frozen=True)
+class WeightSet:
+    """One loadable set of weights: a Hub repo at a pinned revision, or a folder bundled in checkpoints/."""
+
+    name: str
+    description: str
+    repo_id: str | None = None
+    revision: str = "main"
+    allow_patterns: tuple[str, ...] = ()
+    size_bytes: int = 0
+    license: str = ""
+    bundled: bool = False
+    official: bool = True
+
+    @property
+    def size_text(self) -> str:
+        return human_bytes(self.size_bytes)
+
+
+@dataclass(frozen=True)
+class Paper:
+    title: str
+    authors: str
+    arxiv_id: str
+    abstract: str = ""
+    code_url: str = ""
+    venue: str = "ICLR 2024"
+
+    @property
+    def url(self) -> str:
+        return f"https://arxiv.org/abs/{self.arxiv_id}"
+
+
+@dataclass(frozen=True)
+class Demo:
+    """A registered demo. ``pipeline`` and ``page`` are import paths, imported only when used."""
+
+    id: str
+    title: str
+    tagline: str
+    paper: Paper
+    weight_sets: tuple[WeightSet, ...]
+    pipeline: str  # "apps.<id>.pipeline:ClassName"
+    page: str  # "apps.<id>.page" (module with build(ctx) -> gr.Blocks)
+    emoji: str = "🧪"
+    suggested_hardware: str = "cpu-basic"
+    requirements: tuple[str, ...] = field(default_factory=tuple)
+
+    def weight_set(self, name: str | None = None) -> WeightSet:
+        if name is None:
+            return self.weight_sets[0]
+        for ws in self.weight_sets:
+            if ws.name == name:
+                return ws
+        names = ", ".join(ws.name for ws in self.weight_sets)
+        from shared.errors import UserInputError
+
+        raise UserInputError(f"Unknown weight set {name!r} for {self.id}; choose one of: {names}.")
+
+    def pipeline_class(self):
+        module, _, attr = self.pipeline.partition(":")
+        return getattr(importlib.import_module(module), attr)
+
+
+def human_bytes(n: int) -> str:
+    if n <= 0:
+        return "unknown size"
+    for unit in ("B", "KB", "MB", "GB", "TB"):
+        if n < 1000 or unit == "TB":
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.2f} {unit}".replace(".00 ", " ")
+        n /= 1000
+    raise AssertionError("unreachable")

@@ -1,0 +1,31 @@
+"""Shared fixtures: a running hub on a free port, offline, with a private model pool."""
+
+from __future__ import annotations
+
+import os
+import socket
+
+import pytest
+
+os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="session")
+def hub_url(tmp_path_factory):
+    """Launch the real hub (``apps.hub.launch``) once for the session and yield its URL."""
+    mp = pytest.MonkeyPatch()
+    mp.setenv("HF_HUB_OFFLINE", "1")
+    mp.setenv("HF_HUB_CACHE", str(tmp_path_factory.mktemp("hf-cache")))
+    mp.setenv("GRADIO_TEMP_DIR", str(tmp_path_factory.mktemp("gradio-tmp")))
+    from apps import hub
+
+    blocks, (_, url, _) = hub.launch(port=free_port(), prevent_thread_lock=True)
+    yield url.rstrip("/")
+    blocks.close()
+    mp.undo()

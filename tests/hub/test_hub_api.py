@@ -1,0 +1,63 @@
+"""The hub over HTTP: catalog through gradio_client, one route per demo, isolation of a broken demo."""
+
+import json
+
+import requests
+from gradio_client import Client
+
+import apps
+from apps import catalog, hub
+from shared.pool import ModelPool
+from shared.registry import Demo
+
+
+def test_catalog_through_gradio_client(hub_url):
+    client = Client(hub_url, verbose=False)
+    papers = client.predict("", False, api_name="/catalog")
+    assert len(papers) == len(catalog.load_catalog()) >= 35
+    assert len({p["title"] for p in papers}) == len(papers), "each paper once"
+    with_demo = client.predict("", True, api_name="/catalog")
+    assert sorted(p["demo"] for p in with_demo) == sorted(d.id for d in apps.DEMOS)
+    found = client.predict("regular expressions pragmatic", False, api_name="/catalog")
+    assert [p["demo"] for p in found] == ["prax"]
+    client.close()
+
+
+def test_every_demo_has_a_route(hub_url):
+    for demo in apps.DEMOS:
+        response = requests.get(f"{hub_url}/{demo.id}", timeout=30)
+        assert response.status_code == 200, demo.id
+    assert requests.get(hub_url, timeout=30).status_code == 200
+
+
+def test_landing_page_config_lists_cards_and_catalog(hub_url):
+    config = requests.get(f"{hub_url}/config", timeout=30).json()
+    text = json.dumps(config)
+    for demo in apps.DEMOS:
+        assert f'data-demo=\\"{demo.id}\\"' in text
+    assert text.count("catalog-entry") >= 35
+
+
+def test_pool_stats_endpoint(hub_url):
+    client = Client(hub_url, verbose=False)
+    stats = client.predict(api_name="/pool_stats")
+    assert stats["budget_bytes"] > 0 and stats["loads"] >= 0 and isinstance(stats["loaded"], dict)
+    client.close()
+
+
+def test_broken_page_is_isolated(tmp_path, monkeypatch):
+    (tmp_path / "broken_demo_page.py").write_text("raise RuntimeError('weights folder is corrupt')\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    good = apps.get_demo("prax")
+    broken = Demo(id="broken", title="Broken", tagline="x", paper=good.paper, weight_sets=good.weight_sets,
+                  pipeline="broken_demo_page:P", page="broken_demo_page")
+    missing = Demo(id="later", title="Later", tagline="x", paper=good.paper, weight_sets=good.weight_sets,
+                   pipeline="nowhere:P", page="apps.nowhere.page")
+    pool = ModelPool(budget_bytes=10**6)
+    result = hub.build_page(broken, pool)
+    assert result.status == "error" and "weights folder is corrupt" in result.reason
+    assert hub.build_page(missing, pool).status == "coming-soon"
+    monkeypatch.setattr(hub, "DEMOS", (broken, missing, *apps.DEMOS))
+    blocks = hub.build_hub(pool)
+    paths = [getattr(p, "path", None) or p for p in getattr(blocks, "pages", [])]
+    assert any("broken" in str(p) for p in paths) and any("later" in str(p) for p in paths)

@@ -1,0 +1,70 @@
+"""shared.device choices and overrides; shared.errors messages."""
+
+import sys
+import types
+
+import pytest
+import torch
+
+from shared import device
+from shared.errors import UserInputError, WeightsUnavailable, as_gradio_error, user_message
+
+
+def test_cpu_defaults(monkeypatch):
+    monkeypatch.delenv("DEMOHUB_DEVICE", raising=False)
+    monkeypatch.delenv("DEMOHUB_DTYPE", raising=False)
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    monkeypatch.setattr(torch.backends.mps, "is_available", lambda: False)
+    assert device.pick_device() == "cpu"
+    assert device.pick_dtype("cpu") is torch.float32
+
+
+def test_gpu_dtype_prefers_bf16(monkeypatch):
+    monkeypatch.delenv("DEMOHUB_DTYPE", raising=False)
+    monkeypatch.setattr(torch.cuda, "is_bf16_supported", lambda: True)
+    assert device.pick_dtype("cuda") is torch.bfloat16
+    monkeypatch.setattr(torch.cuda, "is_bf16_supported", lambda: False)
+    assert device.pick_dtype("cuda:0") is torch.float16
+
+
+def test_env_overrides(monkeypatch):
+    monkeypatch.setenv("DEMOHUB_DEVICE", "cuda:1")
+    monkeypatch.setenv("DEMOHUB_DTYPE", "fp16")
+    assert device.pick_device() == "cuda:1"
+    assert device.pick_dtype() is torch.float16
+    monkeypatch.setenv("DEMOHUB_DTYPE", "int3")
+    with pytest.raises(ValueError, match="DEMOHUB_DTYPE"):
+        device.pick_dtype()
+
+
+def test_gpu_decorator_is_identity_off_zero_gpu(monkeypatch):
+    monkeypatch.delenv("SPACES_ZERO_GPU", raising=False)
+
+    def f(x):
+        return x + 1
+
+    assert device.gpu(f) is f
+    assert device.gpu(duration=120)(f) is f
+
+
+def test_gpu_decorator_uses_spaces_on_zero_gpu(monkeypatch):
+    calls = []
+    fake_spaces = types.SimpleNamespace(GPU=lambda duration: lambda fn: calls.append(duration) or ("wrapped", fn))
+    monkeypatch.setitem(sys.modules, "spaces", fake_spaces)
+    monkeypatch.setenv("SPACES_ZERO_GPU", "true")
+
+    def f():
+        return 1
+
+    assert device.gpu(duration=90)(f) == ("wrapped", f)
+    assert calls == [90]
+
+
+def test_messages_are_sentences_not_tracebacks():
+    assert user_message(UserInputError("Add an example first.")) == "Add an example first."
+    assert "Traceback" not in user_message(KeyError("x"))
+    assert "KeyError" in user_message(KeyError("x"))
+    err = as_gradio_error(WeightsUnavailable("Run `demohub download x`."))
+    import gradio as gr
+
+    assert isinstance(err, gr.Error) and err.message == "Run `demohub download x`."

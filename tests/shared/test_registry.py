@@ -1,0 +1,44 @@
+"""The demo registry: explicit list, light imports, consistent records."""
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+import apps
+from shared.errors import UserInputError
+from shared.registry import human_bytes
+
+
+def test_importing_apps_pulls_no_heavy_library():
+    code = ("import sys, apps, apps.catalog, shared.context; "
+            "import json; print(json.dumps(sorted(m for m in ('torch','transformers','diffusers','rdkit','gradio') "
+            "if m in sys.modules)))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert json.loads(out) == []
+
+
+def test_four_demos_with_routes_and_weight_sets():
+    assert [d.id for d in apps.DEMOS] == ["geodiffusion", "molm3d", "prax", "tag2text"]
+    for demo in apps.DEMOS:
+        assert demo.weight_sets, demo.id
+        assert len({ws.name for ws in demo.weight_sets}) == len(demo.weight_sets)
+        assert demo.pipeline.startswith(f"apps.{demo.id}.") and demo.page == f"apps.{demo.id}.page"
+        for ws in demo.weight_sets:
+            assert ws.repo_id or ws.bundled
+            assert ws.revision == "main" or len(ws.revision) == 40, "pin full 40-character SHAs"
+    assert len(apps.get_demo("geodiffusion").weight_sets) == 5
+
+
+def test_unknown_demo_and_weight_set_are_user_errors():
+    with pytest.raises(UserInputError, match="prax"):
+        apps.get_demo("nope")
+    with pytest.raises(UserInputError, match="tiny-literal"):
+        apps.get_demo("prax").weight_set("nope")
+
+
+def test_human_bytes():
+    assert human_bytes(4_478_705_095) == "4.48 GB"
+    assert human_bytes(0) == "unknown size"
+    assert human_bytes(512) == "512 B"
