@@ -109,7 +109,8 @@ def build_parser() -> argparse.ArgumentParser:
     serve = sub.add_parser("serve", help="start the hub (Gradio, or Streamlit with --streamlit)")
     serve.add_argument("--streamlit", action="store_true")
     serve.add_argument("--host", default=os.environ.get("DEMOHUB_HOST", "127.0.0.1"))
-    serve.add_argument("--port", type=int, default=int(os.environ["DEMOHUB_PORT"]) if "DEMOHUB_PORT" in os.environ else None)
+    port = os.environ.get("DEMOHUB_PORT")
+    serve.add_argument("--port", type=int, default=int(port) if port else None)
     serve.add_argument("--share", action="store_true", help="also open a temporary public gradio.live link")
     serve.set_defaults(func=cmd_serve)
 

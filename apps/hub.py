@@ -130,7 +130,8 @@ def build_hub(pool: ModelPool | None = None) -> gr.Blocks:
             only_demos = gr.Checkbox(label="Only papers with a demo", value=False, scale=1)
         listing = gr.HTML(catalog_html(catalog.search()))
         for trigger in (query.submit, only_demos.change):
-            trigger(lambda q, o: catalog_html(catalog.search(q, o)), [query, only_demos], listing, api_visibility="private")
+            trigger(lambda q, o: catalog_html(catalog.search(q, o)), [query, only_demos], listing,
+                    api_visibility="private")
         gr.api(catalog_api, api_name="catalog")
         gr.api(pool_stats_api, api_name="pool_stats")
 

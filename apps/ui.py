@@ -6,7 +6,8 @@ import functools
 import html
 import inspect
 import os
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import gradio as gr
 
@@ -68,7 +69,8 @@ def embed_snippets(demo: Demo, space_id: str | None = None, hub_url: str = "http
         "space_component": f'<script type="module" src="{GRADIO_JS_URL}"></script>\n'
                            f'<gradio-app space="{space_id}"></gradio-app>',
         "space_iframe": f'<iframe src="{space_url}" style="border:0" width="100%" height="900"></iframe>',
-        "hub_component": f'<script type="module" src="{GRADIO_JS_URL}"></script>\n<gradio-app src="{route}"></gradio-app>',
+        "hub_component": f'<script type="module" src="{GRADIO_JS_URL}"></script>\n'
+                         f'<gradio-app src="{route}"></gradio-app>',
         "hub_iframe": f'<iframe src="{route}" style="border:0" width="100%" height="900"></iframe>',
     }
 

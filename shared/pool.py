@@ -7,8 +7,9 @@ import os
 import sys
 import threading
 from collections import OrderedDict
+from collections.abc import Callable, Hashable
 from dataclasses import dataclass, field
-from typing import Any, Callable, Hashable
+from typing import Any
 
 
 def estimate_bytes(obj: Any) -> int:

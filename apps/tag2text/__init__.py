@@ -4,7 +4,8 @@ from shared.registry import Demo, Paper, WeightSet
 
 PAPER = Paper(
     title="Tag2Text: Guiding Vision-Language Model via Image Tagging",
-    authors="Xinyu Huang, Youcai Zhang, Jinyu Ma, Weiwei Tian, Rui Feng, Yuejie Zhang, Yaqian Li, Yandong Guo, Lei Zhang",
+    authors=("Xinyu Huang, Youcai Zhang, Jinyu Ma, Weiwei Tian, Rui Feng, Yuejie Zhang, Yaqian Li, Yandong Guo, "
+             "Lei Zhang"),
     arxiv_id="2303.05657",
     code_url="https://github.com/xinyu1205/recognize-anything",
     abstract=(

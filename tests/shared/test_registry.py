@@ -42,3 +42,12 @@ def test_human_bytes():
     assert human_bytes(4_478_705_095) == "4.48 GB"
     assert human_bytes(0) == "unknown size"
     assert human_bytes(512) == "512 B"
+
+
+def test_checkpoints_readme_lists_every_weight_set():
+    from shared.weights import BUNDLED_ROOT
+
+    text = (BUNDLED_ROOT / "README.md").read_text(encoding="utf-8")
+    for demo in apps.DEMOS:
+        for ws in demo.weight_sets:
+            assert f"| {demo.id} | `{ws.name}` |" in text, f"{demo.id}/{ws.name} missing from checkpoints/README.md"

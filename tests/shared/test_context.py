@@ -1,0 +1,81 @@
+"""DemoContext: weights resolved, pipeline built once through the pool, default = first set available offline."""
+
+import json
+import sys
+import threading
+import types
+
+import torch
+
+from shared.context import DemoContext
+from shared.pool import ModelPool
+from shared.registry import Demo, Paper, WeightSet
+
+
+class ScalePipeline:
+    """A real (minimal) pipeline: reads its config and weights from the resolved folder."""
+
+    loads = 0
+
+    def __init__(self, scale: torch.Tensor, device, dtype):
+        self.linear = torch.nn.Linear(1, 1, bias=False).to(device=device, dtype=dtype)
+        with torch.no_grad():
+            self.linear.weight.fill_(float(scale))
+
+    @classmethod
+    def from_pretrained(cls, path, device=None, dtype=None):
+        cls.loads += 1
+        config = json.loads((path / "config.json").read_text())
+        return cls(torch.tensor(config["scale"]), device, dtype)
+
+    def __call__(self, x: float) -> float:
+        with torch.no_grad():
+            return float(self.linear(torch.tensor([[x]], dtype=self.linear.weight.dtype)))
+
+
+def make_demo(monkeypatch, tmp_path):
+    module = types.ModuleType("ctx_test_pipeline")
+    module.ScalePipeline = ScalePipeline
+    monkeypatch.setitem(sys.modules, "ctx_test_pipeline", module)
+    folder = tmp_path / "ckpts" / "scaler" / "local"
+    folder.mkdir(parents=True)
+    (folder / "config.json").write_text(json.dumps({"scale": 3.0}))
+    monkeypatch.setenv("DEMOHUB_CHECKPOINTS", str(tmp_path / "ckpts"))
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "hub"))
+    monkeypatch.setenv("DEMOHUB_DEVICE", "cpu")
+    return Demo(id="scaler", title="Scaler", tagline="", paper=Paper("t", "a", "0000.00000"),
+                weight_sets=(WeightSet("official", "big", repo_id="o/big", size_bytes=10**9),
+                             WeightSet("local", "bundled", bundled=True)),
+                pipeline="ctx_test_pipeline:ScalePipeline", page="ctx_test_pipeline")
+
+
+def test_default_is_first_available_and_loads_once(monkeypatch, tmp_path):
+    demo = make_demo(monkeypatch, tmp_path)
+    ctx = DemoContext(demo, ModelPool(budget_bytes=10**6))
+    assert ctx.default_weights() == "local"
+    ScalePipeline.loads = 0
+    results = []
+    threads = [threading.Thread(target=lambda: results.append(ctx.pipeline()(2.0))) for _ in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert results == [6.0] * 8
+    assert ScalePipeline.loads == 1
+    assert ("scaler", "local") in ctx.pool
+    labels = dict((v, k) for k, v in ctx.weight_choices())
+    assert labels["local"] == "local (loaded)"
+    assert labels["official"] == "official (unavailable, 1 GB)"
+
+
+def test_missing_official_weights_raise_the_download_message(monkeypatch, tmp_path):
+    demo = make_demo(monkeypatch, tmp_path)
+    ctx = DemoContext(demo, ModelPool(budget_bytes=10**6))
+    try:
+        ctx.pipeline("official")
+    except FileNotFoundError as error:
+        assert "demohub download scaler --weights official" in str(error)
+    else:
+        raise AssertionError("expected WeightsUnavailable")
+    assert ctx.pool.stats().loads == 0
