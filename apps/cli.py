@@ -102,6 +102,24 @@ def _delegate(kind: str, args: argparse.Namespace) -> int:
     return importlib.import_module(module_name).main(args.rest) or 0
 
 
+def cmd_export_space(args: argparse.Namespace) -> int:
+    from apps import spaces
+
+    for name in spaces.space_names() if args.name == "all" else [args.name]:
+        print(f"wrote {spaces.space_files(name).write().relative_to(spaces.REPO_ROOT)}/")
+    return 0
+
+
+def cmd_deploy(args: argparse.Namespace) -> int:
+    from apps import spaces
+
+    files = spaces.deploy(args.name, args.space_id, private=args.private, dry_run=args.dry_run)
+    verb = "would upload" if args.dry_run else "uploaded"
+    print(f"{verb} {len(files)} files to Space {args.space_id}:")
+    print("\n".join(f"  {f}" for f in files))
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="demohub", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
@@ -122,6 +140,18 @@ def build_parser() -> argparse.ArgumentParser:
     download.set_defaults(func=cmd_download)
 
     sub.add_parser("doctor", help="versions, device, cache and offline state").set_defaults(func=cmd_doctor)
+
+    space_names = [d.id for d in DEMOS] + ["hub"]
+    export = sub.add_parser("export-space", help="write spaces/<name>/ (Spaces README YAML, app.py, requirements)")
+    export.add_argument("name", choices=[*space_names, "all"])
+    export.set_defaults(func=cmd_export_space)
+
+    deploy = sub.add_parser("deploy", help="create a Hugging Face Space and upload a demo (or the hub) to it")
+    deploy.add_argument("name", choices=space_names)
+    deploy.add_argument("--space-id", required=True, help="OWNER/SPACE")
+    deploy.add_argument("--private", action="store_true")
+    deploy.add_argument("--dry-run", action="store_true", help="print the files it would upload; no network")
+    deploy.set_defaults(func=cmd_deploy)
 
     for kind in ("eval", "train"):
         p = sub.add_parser(kind, help=f"{'evaluate' if kind == 'eval' else 'train'} a demo's model "

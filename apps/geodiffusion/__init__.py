@@ -37,4 +37,5 @@ DEMO = Demo(
     ),
     pipeline="apps.geodiffusion.pipeline:GeoDiffusionPipeline",
     page="apps.geodiffusion.page",
+    requirements=("diffusers>=0.30", "transformers>=4.50"),
 )

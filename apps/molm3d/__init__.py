@@ -29,4 +29,5 @@ DEMO = Demo(
     ),
     pipeline="apps.molm3d.pipeline:MoLM3DPipeline",
     page="apps.molm3d.page",
+    requirements=("transformers>=4.50", "peft>=0.12", "rdkit>=2024.3", "sentencepiece>=0.2"),
 )

@@ -2,7 +2,8 @@
 
 from shared.registry import Demo, Paper, WeightSet
 
-_BYT5_FILES = ("config.json", "*.safetensors")
+# Official repos hold a pickled pytorch_model.bin (read with weights_only=True, converted to safetensors once).
+_BYT5_FILES = ("config.json", "pytorch_model.bin")
 
 PAPER = Paper(
     title="Generating Pragmatic Examples to Train Neural Program Synthesizers",
@@ -39,4 +40,5 @@ DEMO = Demo(
     ),
     pipeline="apps.prax.pipeline:PraxPipeline",
     page="apps.prax.page",
+    requirements=("transformers>=4.50", "regex>=2024.0"),
 )

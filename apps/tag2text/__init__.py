@@ -29,4 +29,5 @@ DEMO = Demo(
     ),
     pipeline="apps.tag2text.pipeline:Tag2TextPipeline",
     page="apps.tag2text.page",
+    requirements=("transformers>=4.50",),
 )

@@ -1,0 +1,32 @@
+"""examples/embed.html, served locally, shows a hub demo inside an iframe in Debian Chromium."""
+
+import functools
+import http.server
+import threading
+
+import pytest
+from playwright.sync_api import expect
+
+import apps
+from shared.weights import REPO_ROOT
+from tests.conftest import free_port
+
+pytestmark = pytest.mark.browser
+
+
+@pytest.fixture
+def examples_server():
+    handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=str(REPO_ROOT / "examples"))
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", free_port()), handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    yield f"http://127.0.0.1:{server.server_address[1]}"
+    server.shutdown()
+
+
+@pytest.mark.parametrize("demo_id", ["prax", "tag2text"])
+def test_embedded_demo_renders_in_iframe(page, hub_url, examples_server, demo_id, tmp_path):
+    page.goto(f"{examples_server}/embed.html?hub={hub_url}&demo={demo_id}")
+    frame = page.frame_locator("#demo-frame")
+    expect(frame.get_by_text(apps.get_demo(demo_id).title).first).to_be_visible(timeout=60_000)
+    page.screenshot(path=tmp_path / f"embed-{demo_id}.png", full_page=True)
+    assert page.console_errors == []

@@ -1,0 +1,119 @@
+"""Space folders: committed ones are fresh, YAML is valid, deploy --dry-run lists files offline, apps assemble."""
+
+import importlib.util
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+from packaging.requirements import Requirement
+
+import apps
+from apps import spaces
+from shared.weights import REPO_ROOT
+
+NAMES = spaces.space_names()
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_committed_space_folder_is_fresh(name, tmp_path):
+    fresh = spaces.space_files(name).write(tmp_path)
+    committed = spaces.SPACES_ROOT / name
+    for file in ("README.md", "app.py", "requirements.txt"):
+        assert (committed / file).read_text() == (fresh / file).read_text(), (
+            f"spaces/{name}/{file} is stale: run `demohub export-space {name}`")
+
+
+def front_matter(name: str) -> dict:
+    text = (spaces.SPACES_ROOT / name / "README.md").read_text()
+    assert text.startswith("---\n")
+    return yaml.safe_load(text.split("---\n")[1])
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_space_yaml_is_valid(name):
+    meta = front_matter(name)
+    for key in ("title", "emoji", "colorFrom", "colorTo", "sdk", "sdk_version", "python_version", "app_file",
+                "short_description", "license", "models", "suggested_hardware", "tags"):
+        assert key in meta, key
+    assert meta["sdk"] == "gradio" and meta["app_file"] == "app.py"
+    gradio_req = next(Requirement(line) for line in (REPO_ROOT / "requirements.txt").read_text().splitlines()
+                      if line.startswith("gradio"))
+    assert gradio_req.specifier.contains(meta["sdk_version"]), "sdk_version must satisfy requirements.txt"
+    assert len(meta["short_description"]) <= 60
+    assert meta["colorFrom"] in {"red", "yellow", "green", "blue", "indigo", "purple", "pink", "gray"}
+    assert all("/" in m for m in meta["models"])
+    for entry in meta.get("preload_from_hub", []):
+        parts = entry.split(" ")
+        assert parts[0] in meta["models"] and len(parts) <= 3
+        assert not any(c in entry for c in "*?["), "preload_from_hub takes file names, not globs"
+    if name != spaces.HUB_SPACE:
+        readme = (spaces.SPACES_ROOT / name / "README.md").read_text()
+        assert apps.get_demo(name).paper.url in readme, "the arXiv link lists the Space on the paper's page"
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_requirements_pin_gradio_and_parse(name):
+    lines = (spaces.SPACES_ROOT / name / "requirements.txt").read_text().split()
+    reqs = [Requirement(line) for line in lines]
+    assert f"gradio=={spaces.GRADIO_SDK_VERSION}" in lines
+    assert "torch" in {r.name for r in reqs}
+
+
+def test_demo_space_needs_only_its_own_requirements():
+    prax = (spaces.SPACES_ROOT / "prax" / "requirements.txt").read_text()
+    assert "diffusers" not in prax and "rdkit" not in prax
+    hub = (spaces.SPACES_ROOT / "hub" / "requirements.txt").read_text()
+    assert "diffusers" in hub and "rdkit" in hub
+
+
+def test_deploy_dry_run_lists_files_without_network(monkeypatch):
+    import huggingface_hub
+
+    class NoNetwork:
+        def __init__(self, *a, **k):
+            raise AssertionError("dry run must not create an HfApi client")
+
+    monkeypatch.setattr(huggingface_hub, "HfApi", NoNetwork)
+    files = spaces.deploy("tag2text", "someone/tag2text", dry_run=True)
+    assert files[:3] == ["README.md", "app.py", "requirements.txt"]
+    assert "shared/weights.py" in files and "apps/tag2text/__init__.py" in files
+    assert "apps/hub.py" not in files and not any(f.startswith("apps/prax/") and "__init__" not in f for f in files)
+    assert len(files) == len(set(files))
+    hub_files = spaces.deploy("hub", "someone/hub", dry_run=True)
+    assert "apps/hub.py" in hub_files
+
+
+def test_deploy_dry_run_cli_prints_the_plan(capsys):
+    from apps import cli
+
+    assert cli.main(["deploy", "prax", "--space-id", "me/prax", "--dry-run"]) == 0
+    out = capsys.readouterr().out
+    assert "would upload" in out and "me/prax" in out and "  app.py" in out
+
+
+def _assembled_space(name: str, root: Path) -> Path:
+    for path, rel in spaces.upload_plan(name):
+        target = root / rel
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(path, target)
+    return root
+
+
+BUILDABLE = [n for n in NAMES if n == spaces.HUB_SPACE or importlib.util.find_spec(apps.get_demo(n).page)]
+
+
+@pytest.mark.parametrize("name", BUILDABLE)
+def test_uploaded_files_alone_build_the_app(name, tmp_path):
+    """The Space gets only the upload plan: its app.py must import and build from those files alone."""
+    root = _assembled_space(name, tmp_path / name)
+    code = ("import sys; sys.path.insert(0, '.'); import runpy, apps, shared; "
+            "ns = runpy.run_path('app.py', run_name='space'); import gradio as gr; "
+            "obj = ns['demo'] if 'demo' in ns else ns['hub'].build_hub(); "
+            "print('FROM', apps.__file__, shared.__file__); print('BUILT' if isinstance(obj, gr.Blocks) else 'NO')")
+    result = subprocess.run([sys.executable, "-c", code], cwd=root, capture_output=True, text=True, timeout=300,
+                            env={"HF_HUB_OFFLINE": "1", "PATH": "/usr/bin:/bin", "HOME": str(tmp_path)})
+    assert "BUILT" in result.stdout, result.stderr[-3000:]
+    assert result.stdout.count(str(root)) == 2, f"must import the uploaded copy, not the checkout: {result.stdout}"
