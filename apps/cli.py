@@ -28,7 +28,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
             print("The Streamlit hub is not built yet; run `demohub serve` for the Gradio hub.", file=sys.stderr)
             return 2
         return subprocess.call([sys.executable, "-m", "streamlit", "run", str(app), "--server.address", args.host,
-                                "--server.port", str(args.port or 8501), "--browser.gatherUsageStats", "false"])
+                                "--server.port", str(args.port or 8501), "--browser.gatherUsageStats", "false",
+                                "--client.toolbarMode", "minimal"])
     from apps import hub
 
     hub.launch(args.host, args.port or 7860, args.share)

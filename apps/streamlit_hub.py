@@ -1,0 +1,68 @@
+"""The Streamlit hub: landing page with demo cards and the paper catalog, one page per demo.
+
+Run with ``demohub serve --streamlit`` (or ``streamlit run apps/streamlit_hub.py``). Demo pages are the files
+``apps/<demo>/streamlit_page.py``; a demo without one shows "coming soon".
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import streamlit as st
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # `streamlit run` puts only apps/ on the path
+
+from apps import DEMOS, catalog  # noqa: E402
+from apps.streamlit_ui import shared_pool  # noqa: E402
+from shared import weights  # noqa: E402
+
+HERE = Path(__file__).parent
+
+
+def landing() -> None:
+    st.title("📄 Paper Demo Hub")
+    st.write("Try ICLR 2024 papers hands-on, on their official weights. Pick a demo, or browse the catalog below.")
+    columns = st.columns(len(DEMOS))
+    for column, demo in zip(columns, DEMOS, strict=True):
+        with column, st.container(border=True):
+            st.subheader(f"{demo.emoji} {demo.title}")
+            st.write(demo.tagline)
+            st.markdown(f"[Paper]({demo.paper.url}) · [Official code]({demo.paper.code_url})")
+            ready = sum(weights.state(demo.id, ws) in (weights.WeightState.BUNDLED, weights.WeightState.CACHED)
+                        for ws in demo.weight_sets)
+            st.caption(f"weights: {ready} of {len(demo.weight_sets)} sets ready offline")
+    st.header("ICLR 2024 catalog")
+    query = st.text_input("Search titles and abstracts")
+    only_demos = st.checkbox("Only papers with a demo")
+    entries = catalog.search(query, only_demos)
+    st.caption(f"{len(entries)} papers")
+    for entry in entries:
+        badge = " · ▶ live demo" if entry.demo else ""
+        link = f" · [arXiv]({entry.url})" if entry.url else ""
+        with st.expander(f"{entry.title}{badge}"):
+            st.write(entry.abstract)
+            if link:
+                st.markdown(link.removeprefix(" · "))
+    with st.expander("Loaded models"):
+        st.json(shared_pool().stats().__dict__)
+
+
+def coming_soon(demo):
+    def page() -> None:
+        st.title(f"{demo.emoji} {demo.title}")
+        st.info("This demo is coming soon to the Streamlit hub; the Gradio hub (`demohub serve`) may have it already.")
+
+    page.__name__ = f"coming_soon_{demo.id}"
+    return page
+
+
+def demo_page(demo) -> st.Page:
+    page_file = HERE / demo.id / "streamlit_page.py"
+    if page_file.exists():
+        return st.Page(str(page_file.relative_to(HERE)), title=demo.title, icon=demo.emoji, url_path=demo.id)
+    return st.Page(coming_soon(demo), title=demo.title, icon=demo.emoji, url_path=demo.id)
+
+
+st.set_page_config(page_title="Paper Demo Hub", page_icon="📄", layout="wide")
+st.navigation([st.Page(landing, title="Home", icon="📄", default=True), *map(demo_page, DEMOS)]).run()

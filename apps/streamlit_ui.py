@@ -1,0 +1,41 @@
+"""Pieces every Streamlit demo page uses: the shared pool (one per process), paper card, errors."""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from apps import get_demo
+from shared.context import DemoContext
+from shared.errors import user_message
+from shared.pool import ModelPool, default_pool
+
+
+@st.cache_resource(show_spinner=False)
+def shared_pool() -> ModelPool:
+    """The process-wide pool, held by Streamlit across reruns and sessions (thread-safe by design)."""
+    return default_pool()
+
+
+def demo_context(demo_id: str) -> DemoContext:
+    return DemoContext(get_demo(demo_id), shared_pool())
+
+
+def paper_card(demo_id: str) -> None:
+    demo = get_demo(demo_id)
+    p = demo.paper
+    st.title(f"{demo.emoji} {demo.title}")
+    st.write(demo.tagline)
+    st.caption(f"**{p.title}**: {p.authors} ({p.venue}). [Paper]({p.url}) · [Official code]({p.code_url})")
+
+
+def weights_select(ctx: DemoContext, key: str = "weights") -> str:
+    choices = ctx.weight_choices()
+    names = [value for _, value in choices]
+    labels = dict((value, label) for label, value in choices)
+    return st.selectbox("Weights", names, index=names.index(ctx.default_weights()),
+                        format_func=labels.__getitem__, key=key)
+
+
+def show_error(error: BaseException) -> None:
+    """One readable sentence; the app keeps running."""
+    st.error(user_message(error))
