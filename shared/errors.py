@@ -29,3 +29,7 @@ def as_gradio_error(error: BaseException):
     if isinstance(error, gr.Error):
         return error
     return gr.Error(user_message(error), print_exception=not isinstance(error, DemoHubError))
+
+
+class CheckpointError(DemoHubError):
+    """A weights file is truncated, corrupt, or carries more than plain tensors (refused)."""

@@ -1,0 +1,97 @@
+"""Reading official weight files safely, and caching a safetensors conversion next to the HF cache.
+
+Pickles (``.pth``, ``.bin``, ``.ckpt``) are only read with ``torch.load(weights_only=True)``: a file that carries
+code is refused. Truncated or corrupt files give a ``CheckpointError`` that says what to do. The conversion cache is
+an optimisation: a read-only or full disk only costs speed, never a failure.
+"""
+
+from __future__ import annotations
+
+import errno
+import hashlib
+import logging
+import os
+import pickle
+from pathlib import Path
+
+from shared.errors import CheckpointError
+from shared.weights import hf_cache_dir
+
+log = logging.getLogger(__name__)
+
+
+def load_torch_state(path: str | Path, key: str | None = None) -> dict:
+    """The tensors of a pickled checkpoint (optionally under ``key``), read with ``weights_only=True``."""
+    import torch
+
+    path = Path(path)
+    if not path.is_file():
+        raise CheckpointError(f"{path.name} is missing from {path.parent}; re-download the weights.")
+    try:
+        obj = torch.load(path, map_location="cpu", weights_only=True, mmap=_is_zip(path))
+    except pickle.UnpicklingError as error:
+        raise CheckpointError(
+            f"{path.name} contains objects other than plain weights (possibly code), so it was refused "
+            f"(weights_only loading). Only use checkpoints from the official repository. ({error})"
+        ) from error
+    except (RuntimeError, EOFError, OSError, ValueError) as error:
+        raise CheckpointError(_corrupt(path, error)) from error
+    if key is not None:
+        if not isinstance(obj, dict) or key not in obj:
+            raise CheckpointError(f"{path.name} has no '{key}' entry; is it the right file?")
+        obj = obj[key]
+    if not isinstance(obj, dict):
+        raise CheckpointError(f"{path.name} does not hold a state dict.")
+    return {k: v for k, v in obj.items() if isinstance(v, torch.Tensor)}
+
+
+def load_safetensors(path: str | Path) -> dict:
+    from safetensors import SafetensorError
+    from safetensors.torch import load_file
+
+    path = Path(path)
+    if not path.is_file():
+        raise CheckpointError(f"{path.name} is missing from {path.parent}; re-download the weights.")
+    try:
+        return load_file(str(path))
+    except (SafetensorError, OSError, ValueError, RuntimeError) as error:
+        raise CheckpointError(_corrupt(path, error)) from error
+
+
+def converted_path(source: str | Path, suffix: str = ".safetensors") -> Path:
+    """Where the safetensors conversion of ``source`` is cached: keyed by the file's path, size and mtime."""
+    source = Path(source).resolve()
+    stat = source.stat()
+    digest = hashlib.sha256(f"{source}|{stat.st_size}|{stat.st_mtime_ns}".encode()).hexdigest()[:16]
+    root = Path(os.environ.get("DEMOHUB_CONVERTED_CACHE") or hf_cache_dir().parent / "demohub-converted")
+    return root / f"{source.stem}-{digest}{suffix}"
+
+
+def save_safetensors(tensors: dict, target: str | Path) -> bool:
+    """Write atomically (temp file + rename). On a read-only or full disk, log and return False."""
+    from safetensors.torch import save_file
+
+    target = Path(target)
+    tmp = target.with_name(target.name + ".partial")
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        save_file({k: v.contiguous() for k, v in tensors.items()}, str(tmp))
+        os.replace(tmp, target)
+        return True
+    except OSError as error:
+        tmp.unlink(missing_ok=True)
+        reason = {errno.ENOSPC: "the disk is full", errno.EROFS: "the cache is read-only",
+                  errno.EACCES: "the cache is not writable"}.get(error.errno, str(error))
+        log.warning("Not caching the converted weights at %s: %s. Loading stays correct, only slower.",
+                    target, reason)
+        return False
+
+
+def _is_zip(path: Path) -> bool:
+    with path.open("rb") as f:
+        return f.read(4) == b"PK\x03\x04"
+
+
+def _corrupt(path: Path, error: BaseException) -> str:
+    return (f"{path.name} is truncated or corrupt ({type(error).__name__}). Delete it and download the weights "
+            f"again (`demohub download ...`).")

@@ -1,0 +1,83 @@
+"""shared.checkpoints: weights_only loading, clear messages on corrupt or unsafe files, tolerant conversion cache."""
+
+import errno
+import os
+
+import pytest
+import torch
+
+from shared import checkpoints
+from shared.errors import CheckpointError
+
+
+class Payload:
+    """Unpickling this would run code: weights_only loading must refuse it."""
+
+    def __reduce__(self):
+        return (os.system, ("echo pwned",))
+
+
+def test_loads_plain_state_under_key(tmp_path):
+    path = tmp_path / "model.pth"
+    torch.save({"model": {"w": torch.ones(2), "step": 3}, "optimizer": {}}, path)
+    state = checkpoints.load_torch_state(path, key="model")
+    assert list(state) == ["w"] and torch.equal(state["w"], torch.ones(2))
+
+
+def test_pickle_with_code_is_refused(tmp_path):
+    path = tmp_path / "evil.pth"
+    torch.save({"model": {"w": torch.ones(1)}, "x": Payload()}, path)
+    with pytest.raises(CheckpointError, match="refused"):
+        checkpoints.load_torch_state(path, key="model")
+
+
+def test_truncated_pth_is_a_clear_error(tmp_path):
+    path = tmp_path / "model.pth"
+    torch.save({"model": {"w": torch.randn(1000)}}, path)
+    path.write_bytes(path.read_bytes()[:300])
+    with pytest.raises(CheckpointError, match="truncated or corrupt"):
+        checkpoints.load_torch_state(path)
+
+
+def test_missing_key_and_missing_file(tmp_path):
+    path = tmp_path / "model.pth"
+    torch.save({"state_dict": {}}, path)
+    with pytest.raises(CheckpointError, match="no 'model' entry"):
+        checkpoints.load_torch_state(path, key="model")
+    with pytest.raises(CheckpointError, match="missing"):
+        checkpoints.load_torch_state(tmp_path / "nope.pth")
+
+
+def test_safetensors_roundtrip_and_truncation(tmp_path):
+    target = tmp_path / "out" / "m.safetensors"
+    assert checkpoints.save_safetensors({"w": torch.arange(6.0).view(2, 3).t()}, target)
+    assert torch.equal(checkpoints.load_safetensors(target)["w"], torch.arange(6.0).view(2, 3).t())
+    target.write_bytes(target.read_bytes()[:-8])
+    with pytest.raises(CheckpointError, match="truncated or corrupt"):
+        checkpoints.load_safetensors(target)
+
+
+@pytest.mark.parametrize(("code", "reason"), [(errno.ENOSPC, "disk is full"), (errno.EROFS, "read-only")])
+def test_full_or_read_only_disk_during_conversion_is_tolerated(tmp_path, monkeypatch, caplog, code, reason):
+    import safetensors.torch
+
+    def failing_write(tensors, filename, metadata=None):
+        with open(filename, "wb") as f:
+            f.write(b"partial")
+        raise OSError(code, os.strerror(code))
+
+    monkeypatch.setattr(safetensors.torch, "save_file", failing_write)
+    target = tmp_path / "m.safetensors"
+    assert checkpoints.save_safetensors({"w": torch.ones(1)}, target) is False
+    assert not target.exists() and not list(tmp_path.glob("*.partial")), "no half-written file left behind"
+    assert reason in caplog.text
+
+
+def test_converted_path_changes_with_the_source(tmp_path, monkeypatch):
+    monkeypatch.setenv("DEMOHUB_CONVERTED_CACHE", str(tmp_path / "conv"))
+    source = tmp_path / "a.pth"
+    source.write_bytes(b"1")
+    first = checkpoints.converted_path(source)
+    assert first.parent == tmp_path / "conv" and first.name.startswith("a-") and first.suffix == ".safetensors"
+    source.write_bytes(b"22")
+    assert checkpoints.converted_path(source) != first
