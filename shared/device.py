@@ -24,8 +24,9 @@ def pick_device() -> str:
     return "cpu"
 
 
-def pick_dtype(device: str | None = None):
-    """``DEMOHUB_DTYPE`` if set, else bf16 (or fp16 where bf16 is unsupported) on GPU, fp32 on CPU."""
+def pick_dtype(device: str | None = None, cpu_dtype: str | None = None):
+    """``DEMOHUB_DTYPE`` if set, else bf16 (or fp16 where bf16 is unsupported) on GPU, and on CPU fp32 unless the
+    demo asks for ``cpu_dtype`` (a 7B model does not fit in RAM in fp32)."""
     import torch
 
     forced = os.environ.get("DEMOHUB_DTYPE")
@@ -39,7 +40,7 @@ def pick_dtype(device: str | None = None):
         return torch.bfloat16 if torch.cuda.is_bf16_supported() else torch.float16
     if device.startswith("mps"):
         return torch.float16
-    return torch.float32
+    return getattr(torch, _DTYPES[cpu_dtype]) if cpu_dtype else torch.float32
 
 
 def on_zero_gpu() -> bool:

@@ -53,6 +53,7 @@ class Demo:
     emoji: str = "🧪"
     suggested_hardware: str = "cpu-basic"
     requirements: tuple[str, ...] = field(default_factory=tuple)
+    cpu_dtype: str | None = None  # e.g. "bfloat16" for models too large for fp32 in RAM
 
     def weight_set(self, name: str | None = None) -> WeightSet:
         if name is None:

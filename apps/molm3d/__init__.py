@@ -14,6 +14,12 @@ PAPER = Paper(
     ),
 )
 
+# The files the loader reads (listed, not globbed, so a Space's preload_from_hub fetches just these).
+_LLAMA_FILES = tuple(f"llama-2-7b-hf/{name}" for name in (
+    "config.json", "tokenizer.model", "pytorch_model.bin.index.json",
+    "pytorch_model-00001-of-00002.bin", "pytorch_model-00002-of-00002.bin",
+))
+
 DEMO = Demo(
     id="molm3d",
     title="3D-MoLM: ask about a molecule",
@@ -24,10 +30,11 @@ DEMO = Demo(
     weight_sets=(
         WeightSet("generalist", "Official 3D-MoLM generalist checkpoint with Uni-Mol and Llama-2-7B.",
                   repo_id="Sihangli/3D-MoLM",
-                  allow_patterns=("generalist/generalist.ckpt", "uni-mol/mol_pre_no_h_220816.pt", "llama-2-7b-hf/*"),
+                  allow_patterns=("generalist/generalist.ckpt", "uni-mol/mol_pre_no_h_220816.pt", *_LLAMA_FILES),
                   size_bytes=14_000_000_000, license="apache-2.0"),
     ),
     pipeline="apps.molm3d.pipeline:MoLM3DPipeline",
     page="apps.molm3d.page",
-    requirements=("transformers>=4.50", "peft>=0.12", "rdkit>=2024.3", "sentencepiece>=0.2"),
+    requirements=("transformers>=4.50", "rdkit>=2024.3", "sentencepiece>=0.2"),
+    cpu_dtype="bfloat16",  # a 7B model in fp32 needs ~28 GB of RAM; bf16 halves it
 )

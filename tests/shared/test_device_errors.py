@@ -17,6 +17,7 @@ def test_cpu_defaults(monkeypatch):
     monkeypatch.setattr(torch.backends.mps, "is_available", lambda: False)
     assert device.pick_device() == "cpu"
     assert device.pick_dtype("cpu") is torch.float32
+    assert device.pick_dtype("cpu", cpu_dtype="bfloat16") is torch.bfloat16
 
 
 def test_gpu_dtype_prefers_bf16(monkeypatch):

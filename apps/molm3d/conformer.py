@@ -1,0 +1,202 @@
+"""SMILES or MOL/SDF -> one RDKit 3D conformer -> Uni-Mol inputs, as 3D-MoLM's ``inference.ipynb`` builds them.
+
+Steps (fact sheet): add hydrogens, ETKDG embedding (RDKit's default parameters, plus a seed), MMFF optimisation
+with errors ignored; if embedding fails, embed the heavy-atom molecule with ``maxAttempts=5000`` and add
+hydrogens with coordinates. Then drop hydrogens, map elements through the Uni-Mol dictionary, centre the
+coordinates, wrap in [CLS] ... [SEP] (zero coordinates), and build all-pairs distances and edge types.
+A MOL block that already carries 3D coordinates is used as given (the notebook's SDF path).
+"""
+
+from __future__ import annotations
+
+import warnings
+from dataclasses import dataclass, field
+from functools import lru_cache
+from pathlib import Path
+
+import numpy as np
+
+from shared.errors import UserInputError
+
+DICT_PATH = Path(__file__).with_name("unimol_dict.txt")
+MAX_HEAVY_ATOMS = 256
+EMBED_TIMEOUT_S = 20  # per ETKDG attempt (at most three attempts); RDKit stops the embedding there
+MAX_INPUT_CHARS = 100_000
+
+
+@lru_cache(maxsize=1)
+def atom_dictionary() -> tuple[str, ...]:
+    """Uni-Core dictionary semantics: file order gives the indices, then ``[MASK]`` is appended (31 symbols)."""
+    symbols = [line.split()[0] for line in DICT_PATH.read_text().splitlines() if line.strip()]
+    return (*symbols, "[MASK]")
+
+
+def token_id(symbol: str) -> int:
+    table = atom_dictionary()
+    return table.index(symbol) if symbol in table else table.index("[UNK]")
+
+
+@dataclass
+class Conformer:
+    """Uni-Mol inputs for one molecule (index 0 is [CLS], the last index is [SEP])."""
+
+    smiles: str  # as given (or canonical, for MOL/SDF input): this is what the prompt shows
+    symbols: list[str]  # heavy-atom element symbols, in atom order
+    atoms: np.ndarray  # int64 [n+2] dictionary ids
+    coordinates: np.ndarray  # float32 [n+2, 3], centred; zeros for [CLS]/[SEP]
+    distances: np.ndarray  # float32 [n+2, n+2]
+    edge_types: np.ndarray  # int64 [n+2, n+2] = a_i * len(dictionary) + a_j
+    mol: object = field(repr=False, default=None)  # RDKit Mol without hydrogens, with the conformer
+    used_fallback: bool = False  # the official fallback embedding path was taken
+    from_file_coordinates: bool = False
+    warnings: list[str] = field(default_factory=list)
+
+    @property
+    def num_heavy_atoms(self) -> int:
+        return len(self.symbols)
+
+    def to_xyz(self) -> str:
+        """Heavy atoms as an XYZ block (centred coordinates)."""
+        lines = [str(self.num_heavy_atoms), self.smiles]
+        for sym, (x, y, z) in zip(self.symbols, self.coordinates[1:-1], strict=True):
+            lines.append(f"{sym} {x:.4f} {y:.4f} {z:.4f}")
+        return "\n".join(lines) + "\n"
+
+
+def is_molblock(text: str) -> bool:
+    return "M  END" in text or "V2000" in text or "V3000" in text
+
+
+def parse(smiles_or_molblock: str):
+    """An RDKit Mol (hydrogens as written) and the SMILES text for the prompt; UserInputError when unreadable."""
+    from rdkit import Chem, RDLogger
+
+    RDLogger.DisableLog("rdApp.*")
+    text = smiles_or_molblock or ""
+    text = text if is_molblock(text) else text.strip()  # a MOL block's first (title) line may be blank
+    if not text.strip():
+        raise UserInputError("The molecule is empty: type a SMILES string (e.g. CC(=O)Oc1ccccc1C(=O)O) "
+                             "or upload a .sdf/.mol file.")
+    if len(text) > MAX_INPUT_CHARS:
+        raise UserInputError(f"The input is {len(text):,} characters long; give one molecule "
+                             f"(at most {MAX_INPUT_CHARS:,} characters).")
+    if is_molblock(text):
+        block = text.split("$$$$")[0]
+        mol = Chem.MolFromMolBlock(block, removeHs=False)
+        if mol is None:
+            raise UserInputError("The SDF/MOL file could not be read (RDKit rejected its atom or bond block). "
+                                 "Export it again as a V2000/V3000 MOL or SDF, or paste the SMILES instead.")
+        return mol, Chem.MolToSmiles(_without_hs(mol))
+    if any(c.isspace() for c in text):
+        raise UserInputError(f"{text[:60]!r} contains spaces; give one SMILES string without spaces "
+                             "(use '.' to join fragments).")
+    mol = Chem.MolFromSmiles(text)
+    if mol is None:
+        raise UserInputError(f"{text[:60]!r} is not a valid SMILES string (RDKit could not parse it). "
+                             "Check brackets, ring-closure digits and valences, e.g. CC(=O)Oc1ccccc1C(=O)O.")
+    return mol, text
+
+
+def _without_hs(mol):
+    """Hydrogens removed, implicit counts kept (so RDKit descriptors see them); unsanitised if RDKit objects."""
+    from rdkit import Chem
+
+    try:
+        return Chem.RemoveHs(mol)
+    except Exception:  # e.g. an SDF with unusual valences: keep what the file says
+        return Chem.RemoveHs(mol, sanitize=False)
+
+
+def _has_3d(mol) -> bool:
+    if mol.GetNumConformers() == 0:
+        return False
+    pos = mol.GetConformer().GetPositions()
+    return bool(mol.GetConformer().Is3D() and np.abs(pos[:, 2]).max() > 1e-4)
+
+
+def _embed(mol, seed: int, timeout_s: int, notes: list[str]):
+    """The official embedding with hydrogens; returns (Mol with Hs and one conformer, used_fallback)."""
+    from rdkit import Chem
+    from rdkit.Chem import AllChem, rdDistGeom
+
+    def params(max_attempts: int = 0, random_coords: bool = False):
+        p = rdDistGeom.ETKDGv3()  # identical to EmbedMolecule's keyword defaults (ETKDG v2 + macrocycle terms)
+        p.randomSeed = seed
+        p.timeout = timeout_s
+        p.useRandomCoords = random_coords
+        if max_attempts:
+            p.maxIterations = max_attempts
+        return p
+
+    mol_h = Chem.AddHs(mol)
+    if rdDistGeom.EmbedMolecule(mol_h, params()) == 0:
+        _mmff(mol_h)
+        return mol_h, False
+    heavy = Chem.RemoveHs(mol)
+    if rdDistGeom.EmbedMolecule(heavy, params(max_attempts=5000)) != 0:
+        # Beyond the official code (which crashes here): RDKit's advice for large molecules, random start coords.
+        if rdDistGeom.EmbedMolecule(heavy, params(max_attempts=5000, random_coords=True)) != 0:
+            raise UserInputError(
+                f"RDKit could not build a 3D conformer for {Chem.MolToSmiles(heavy)[:60]!r} (embedding failed or "
+                f"took over {timeout_s} s). Check stereochemistry and ring sizes, or upload an SDF with 3D coordinates."
+            )
+        notes.append("The official embedding failed for this molecule, so its conformer was embedded from random "
+                     "starting coordinates (RDKit's advice for large molecules); 3D-MoLM never saw such conformers.")
+    mol_h = AllChem.AddHs(heavy, addCoords=True)
+    _mmff(mol_h)
+    return mol_h, True
+
+
+def _mmff(mol_h) -> None:
+    from rdkit.Chem import AllChem
+
+    try:
+        AllChem.MMFFOptimizeMolecule(mol_h)
+    except Exception:  # the official code ignores MMFF errors (missing parameters, e.g. rare elements)
+        pass
+
+
+def featurize(smiles_or_molblock: str, seed: int = 42, timeout_s: int = EMBED_TIMEOUT_S) -> Conformer:
+    """Uni-Mol inputs for one molecule given as SMILES or as a MOL/SDF text block (first record)."""
+    from rdkit import Chem
+
+    mol, smiles = parse(smiles_or_molblock)
+    notes: list[str] = []
+    heavy = sum(a.GetAtomicNum() > 1 for a in mol.GetAtoms())
+    if heavy == 0:
+        raise UserInputError("The molecule has no heavy atoms; 3D-MoLM reads heavy atoms only. Give a molecule "
+                             "with at least one non-hydrogen atom.")
+    if heavy > MAX_HEAVY_ATOMS:
+        raise UserInputError(f"The molecule has {heavy} heavy atoms; 3D-MoLM reads at most {MAX_HEAVY_ATOMS}. "
+                             "Give a smaller molecule (or one fragment of it).")
+    fragments = len(Chem.GetMolFrags(mol))
+    if fragments > 1:
+        notes.append(f"The input has {fragments} disconnected fragments (e.g. a salt); they are embedded and read "
+                     "together. 3D-MoLM was trained on single molecules: remove counter-ions for a cleaner answer.")
+
+    from_file = _has_3d(mol)
+    if from_file:
+        mol_h, fallback = Chem.Mol(mol), False
+    else:
+        mol_h, fallback = _embed(mol, seed, timeout_s, notes)
+    positions = mol_h.GetConformer().GetPositions()
+    keep = [a.GetIdx() for a in mol_h.GetAtoms() if a.GetAtomicNum() > 1]
+    symbols = [mol_h.GetAtomWithIdx(i).GetSymbol() for i in keep]
+    unknown = sorted({s for s in symbols if s not in atom_dictionary()})
+    if unknown:
+        notes.append(f"Element(s) {', '.join(unknown)} are not in the Uni-Mol dictionary and are read as [UNK]; "
+                     "answers about this molecule are less reliable.")
+    coords = positions[keep]
+    coords = coords - coords.mean(axis=0)
+    coords = np.concatenate([np.zeros((1, 3)), coords, np.zeros((1, 3))])
+    atoms = np.array([token_id("[CLS]"), *(token_id(s) for s in symbols), token_id("[SEP]")], dtype=np.int64)
+    diff = np.abs(coords[:, None, :] - coords[None, :, :])
+    distances = np.sum(diff**2, axis=-1) ** 0.5  # as scipy.spatial.distance_matrix, in float64
+    edge_types = atoms[:, None] * len(atom_dictionary()) + atoms[None, :]
+    for note in notes:
+        warnings.warn(note, UserWarning, stacklevel=2)
+    return Conformer(
+        smiles=smiles, symbols=symbols, atoms=atoms, coordinates=coords.astype(np.float32),
+        distances=distances.astype(np.float32), edge_types=edge_types, mol=_without_hs(mol_h),
+        used_fallback=fallback, from_file_coordinates=from_file, warnings=notes,
+    )

@@ -1,0 +1,96 @@
+"""3D-MoLM's prompt template, instructions and per-task decoding settings (fact sheet), and answer parsing.
+
+Light: no torch, no rdkit, so the page can list tasks without loading anything.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from shared.errors import UserInputError
+
+NUM_MOL_TOKENS = 8
+MOL_TOKEN = "<mol>"
+PROMPT_TEMPLATE = (
+    "Below is an instruction that describes a task, paired with an input molecule. Write a response that "
+    "appropriately completes the request.\nInstruction: {}\nInput molecule: {} " + MOL_TOKEN * NUM_MOL_TOKENS
+    + ".\nResponse: "
+)
+MAX_PROMPT_SMILES = 96
+MAX_DESCRIPTION_INSTRUCTION = 64
+PROPERTY_SUFFIX = "If uncertain, provide an estimate. Respond with the numerical value only."
+NUMBER = re.compile(r"-?\d+\.\d+")
+
+
+@dataclass(frozen=True)
+class Task:
+    key: str
+    label: str
+    max_new_tokens: int
+    min_new_tokens: int = 16
+    property_name: str | None = None  # as the training instructions name it
+    unit: str = ""
+
+    @property
+    def numeric(self) -> bool:
+        return self.property_name is not None
+
+
+def _prop(key: str, name: str, unit: str = "") -> Task:
+    return Task(key, name, 64, property_name=name, unit=unit)
+
+
+TASKS: dict[str, Task] = {t.key: t for t in (
+    Task("caption", "Describe the molecule", 128),
+    Task("description", "Free question", 64),
+    _prop("molecular_weight", "Molecular Weight", "g/mol"),
+    _prop("logp", "LogP"),
+    _prop("tpsa", "Topological Polar Surface Area", "Å²"),
+    _prop("complexity", "Complexity"),
+    _prop("homo", "HOMO", "eV"),
+    _prop("lumo", "LUMO", "eV"),
+    _prop("homo_lumo_gap", "HOMO-LUMO Gap", "eV"),
+    _prop("scf_energy", "SCF Energy"),
+)}
+EVAL_DECODING = {"num_beams": 5, "repetition_penalty": 1.2, "length_penalty": 0.8}
+
+
+def get_task(task: str | None, question: str | None) -> Task:
+    """``task`` by key or label; with no task, a question means a free question and no question a caption."""
+    if not task:
+        return TASKS["description"] if (question or "").strip() else TASKS["caption"]
+    for t in TASKS.values():
+        if task.strip().lower() in (t.key, t.label.lower()):
+            return t
+    raise UserInputError(f"Unknown task {task!r}; choose one of: {', '.join(TASKS)}.")
+
+
+def instruction_for(task: Task, question: str | None = None) -> tuple[str, list[str]]:
+    """The instruction text the model was trained on for ``task``, and notes about changes made to it."""
+    notes: list[str] = []
+    if task.key == "caption":
+        return "Describe the input molecule.", notes
+    if task.numeric:
+        return f"What is the {task.property_name} of this molecule? {PROPERTY_SUFFIX}", notes
+    question = " ".join((question or "").split())
+    if not question:
+        raise UserInputError("The question is empty: type a question about the molecule, or pick the "
+                             "'Describe the molecule' task.")
+    if MOL_TOKEN in question:
+        raise UserInputError(f"The question may not contain {MOL_TOKEN}: the prompt adds the molecule tokens itself.")
+    if len(question) > MAX_DESCRIPTION_INSTRUCTION:
+        notes.append(f"3D-MoLM was trained with description instructions cut to {MAX_DESCRIPTION_INSTRUCTION} "
+                     f"characters, so the question was shortened to {question[:MAX_DESCRIPTION_INSTRUCTION]!r}.")
+        question = question[:MAX_DESCRIPTION_INSTRUCTION]
+    return question, notes
+
+
+def build_prompt(instruction: str, smiles: str) -> str:
+    return PROMPT_TEMPLATE.format(instruction, smiles[:MAX_PROMPT_SMILES])
+
+
+def parse_number(text: str) -> float | None:
+    """The first decimal number in an answer (as ``read_generalist_results.py`` scores), or None."""
+    match = NUMBER.search(text)
+    return float(match.group()) if match else None

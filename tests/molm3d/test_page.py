@@ -1,0 +1,109 @@
+"""The Gradio page: builds and renders without weights, no heavy imports at import, views work offline."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+
+import gradio as gr
+import pytest
+
+from apps.molm3d import DEMO
+from apps.molm3d import page as molm_page
+from shared.context import DemoContext
+from shared.errors import UserInputError, WeightsUnavailable
+from shared.pool import ModelPool
+
+
+@pytest.fixture
+def offline_ctx(tmp_path, monkeypatch):
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "empty-cache"))
+    monkeypatch.setenv("DEMOHUB_CHECKPOINTS", str(tmp_path / "no-bundled"))
+    return DemoContext(DEMO, ModelPool(budget_bytes=0))
+
+
+def test_page_module_imports_no_torch_or_rdkit():
+    code = ("import sys, apps.molm3d.page, apps.molm3d.tasks; "
+            "bad = [m for m in ('torch', 'rdkit', 'transformers') if m in sys.modules]; assert not bad, bad")
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr[-2000:]
+
+
+def test_builds_and_renders_without_weights(offline_ctx):
+    blocks = molm_page.build(offline_ctx)
+    with gr.Blocks() as hub:
+        gr.Markdown("hub")
+    with hub.route("molm3d", "/molm3d"):
+        blocks.render()
+    config = hub.get_config_file()
+    text = str(config)
+    assert "not on this machine" in text and "demohub download molm3d" in text
+    names = [d.get("api_name") for d in config["dependencies"]]
+    assert names.count("ask") == 1 and "ask_1" not in names
+    assert "CS(=O)(=O)CCNCc1ccc(o1)" in text  # the 40-heavy-atom example is offered
+
+
+def test_show_works_without_weights(offline_ctx):
+    page = molm_page.MoLM3DPage(offline_ctx)
+    depiction, viewer, rows, info, conf = page.show("CC(=O)OC(CC(=O)[O-])C[N+](C)(C)C")
+    assert depiction.startswith("<svg") and "</svg>" in depiction
+    assert viewer.count("<circle") == conf.num_heavy_atoms == 14 and viewer.count("<line") == 13
+    assert "14 heavy atoms" in info and rows[0][1] == "203.24 g/mol"
+
+
+def test_viewer_script_is_self_contained():
+    from apps.molm3d.views import VIEWER_JS
+
+    assert not re.search(r"https?://|<script|import\(", VIEWER_JS)
+    assert "watch('value'" in VIEWER_JS and "pointermove" in VIEWER_JS
+
+
+def test_asking_without_weights_says_how_to_download(offline_ctx):
+    with pytest.raises(WeightsUnavailable, match="demohub download molm3d"):
+        molm_page.MoLM3DPage(offline_ctx).ask("CCO", None, "logp")
+    with pytest.raises(gr.Error, match="demohub download molm3d"):
+        from apps.ui import user_errors
+
+        user_errors(molm_page.MoLM3DPage(offline_ctx).ask_api)("CCO", "logp")
+
+
+def test_sdf_upload_and_bad_files(offline_ctx, tmp_path):
+    from rdkit import Chem
+    from rdkit.Chem import AllChem
+
+    page = molm_page.MoLM3DPage(offline_ctx)
+    mol = Chem.AddHs(Chem.MolFromSmiles("c1ccccc1O"))
+    AllChem.EmbedMolecule(mol, randomSeed=1)
+    good = tmp_path / "phenol.sdf"
+    writer = Chem.SDWriter(str(good))
+    writer.write(mol)
+    writer.close()
+    *_, conf = page.show("ignored because a file is given", str(good))
+    assert conf.from_file_coordinates and conf.num_heavy_atoms == 7
+    broken = tmp_path / "broken.sdf"
+    broken.write_text(good.read_text().replace("V2000", "V2000\nnot a bond line at all", 1)[:400] + "\nM  END\n")
+    with pytest.raises(UserInputError, match="SDF/MOL file could not be read"):
+        page.show("", str(broken))
+    binary = tmp_path / "binary.sdf"
+    binary.write_bytes(b"\xff\xfe\x00\x81" * 100)
+    with pytest.raises(UserInputError, match="not a text SDF/MOL"):
+        page.show("", str(binary))
+
+
+def test_page_ask_end_to_end_on_tiny_weights(tiny_snapshot, tmp_path, monkeypatch):
+    bundled = tmp_path / "checkpoints" / "molm3d" / "generalist"
+    bundled.parent.mkdir(parents=True)
+    bundled.symlink_to(tiny_snapshot, target_is_directory=True)
+    monkeypatch.setenv("DEMOHUB_CHECKPOINTS", str(tmp_path / "checkpoints"))
+    monkeypatch.setenv("DEMOHUB_DEVICE", "cpu")
+    monkeypatch.setenv("DEMOHUB_DTYPE", "float32")
+    page = molm_page.MoLM3DPage(DemoContext(DEMO, ModelPool(budget_bytes=10**9)))
+    result = page.ask_api("CC(=O)Oc1ccccc1C(=O)O", "Molecular Weight")
+    assert result["task"] == "molecular_weight" and result["rdkit_reference"] == pytest.approx(180.159, abs=1e-3)
+    assert isinstance(result["answer"], str) and result["instruction"].startswith("What is the Molecular Weight")
+    steps = []
+    *_, rows, _, answer_md = page.ask("CCO", None, "caption", "", None, 42, lambda f, text: steps.append(f))
+    assert "Describe the input molecule." in answer_md and rows[0][1] == "46.07 g/mol"
+    assert steps == sorted(steps) and len(steps) == 3

@@ -1,0 +1,151 @@
+"""The whole pipeline on the tiny snapshot, through the same loader and shared.weights.resolve as the real one."""
+
+from __future__ import annotations
+
+import shutil
+
+import pytest
+import torch
+from transformers import RepetitionPenaltyLogitsProcessor
+
+from apps.molm3d import DEMO
+from apps.molm3d.conformer import featurize
+from apps.molm3d.pipeline import MoLM3DPipeline, MoLMAnswer
+from apps.molm3d.tasks import MAX_DESCRIPTION_INSTRUCTION, parse_number
+from apps.molm3d.unimol import UNUSED_PREFIXES
+from shared import weights
+from shared.context import DemoContext
+from shared.errors import UserInputError, WeightsUnavailable
+from shared.pool import ModelPool
+
+ASPIRIN, CAFFEINE = "CC(=O)Oc1ccccc1C(=O)O", "CN1C=NC2=C1C(=O)N(C(=O)N2C)C"
+FAST = {"num_beams": 1, "max_new_tokens": 6, "min_new_tokens": 0}
+
+
+def test_loader_reports_unused_unimol_keys(tiny_pipe):
+    assert {k.rsplit(".", 2)[0] + "." for k in tiny_pipe.unused_unimol_keys} == set(UNUSED_PREFIXES)
+    assert tiny_pipe.llm.get_input_embeddings().weight.shape[0] == len(tiny_pipe.tokenizer)
+
+
+def test_eight_mol_embeddings_are_replaced(tiny_pipe):
+    conf = featurize(ASPIRIN)
+    prompt = "Instruction: x\nInput molecule: C " + "<mol>" * 8 + ".\nResponse: "
+    embeds, mask = tiny_pipe._inputs([conf], [prompt])
+    ids = torch.tensor(tiny_pipe.tokenizer.encode(prompt))
+    is_mol = ids.eq(tiny_pipe.tokenizer.mol_token_id)
+    assert int(is_mol.sum()) == 8 and bool(mask.all())
+    from apps.molm3d.unimol import collate
+
+    with torch.no_grad():
+        projected = tiny_pipe.encoder(**collate([conf]))[0]
+        table = tiny_pipe.llm.get_input_embeddings()(ids)
+    assert torch.allclose(embeds[0, is_mol], projected, atol=1e-6)
+    assert torch.equal(embeds[0, ~is_mol], table[~is_mol])
+    assert not torch.allclose(embeds[0, is_mol], table[is_mol])
+
+
+def test_single_molecule_passes_no_qformer_mask(tiny_pipe):
+    seen = []
+    hook = tiny_pipe.encoder.Qformer.register_forward_pre_hook(lambda m, args: seen.append(args[2]))
+    try:
+        tiny_pipe.ask(ASPIRIN, task="logp", **FAST)
+        tiny_pipe.ask([ASPIRIN, "CCO"], task="logp", **FAST)
+    finally:
+        hook.remove()
+    assert seen[0] is None
+    keep = seen[1]
+    assert keep.dtype == torch.bool and keep[0].all() and int(keep[1].sum()) == 3 + 2  # CCO + [CLS]/[SEP]
+
+
+def test_batch_gives_the_same_answers_as_one_at_a_time(tiny_pipe):
+    molecules = [ASPIRIN, "CCO", CAFFEINE]
+    settings = {"num_beams": 1, "max_new_tokens": 10, "min_new_tokens": 10}
+    batch = tiny_pipe.ask(molecules, "What is the solubility of this molecule?", **settings)
+    single = [tiny_pipe.ask(m, "What is the solubility of this molecule?", **settings) for m in molecules]
+    assert [a.text for a in batch] == [a.text for a in single]
+    assert len({a.text for a in single}) > 1  # the molecules really differ in what the model sees
+
+
+def test_property_answer_uses_official_decoding_and_rdkit_reference(tiny_pipe):
+    calls = []
+    generate = tiny_pipe.llm.generate
+
+    def recording_generate(**kwargs):
+        calls.append(kwargs)
+        return generate(**kwargs)
+
+    tiny_pipe.llm.generate = recording_generate
+    try:
+        answer = tiny_pipe.ask(CAFFEINE, task="molecular_weight")
+    finally:
+        del tiny_pipe.llm.generate
+    assert isinstance(answer, MoLMAnswer) and answer.task == "molecular_weight" and answer.unit == "g/mol"
+    kw = calls[0]
+    penalties = [p.penalty for p in kw["logits_processor"] if isinstance(p, RepetitionPenaltyLogitsProcessor)]
+    assert (kw["num_beams"], penalties, kw["length_penalty"]) == (5, [1.2], 0.8)
+    assert (kw["max_new_tokens"], kw["min_new_tokens"], kw["do_sample"]) == (64, 16, False)
+    assert answer.instruction == ("What is the Molecular Weight of this molecule? If uncertain, provide an "
+                                  "estimate. Respond with the numerical value only.")
+    assert answer.prompt.endswith(f"Input molecule: {CAFFEINE} " + "<mol>" * 8 + ".\nResponse: ")
+    assert answer.reference.value == pytest.approx(194.19, abs=0.01)
+    assert answer.value == parse_number(answer.text)
+
+
+def test_caption_limits_and_long_questions(tiny_pipe):
+    calls = []
+    generate = tiny_pipe.llm.generate
+    tiny_pipe.llm.generate = lambda **kw: calls.append(kw) or generate(**{**kw, "max_new_tokens": 2,
+                                                                            "min_new_tokens": 0, "num_beams": 1})
+    try:
+        caption = tiny_pipe.ask("CCO")
+        long_q = tiny_pipe.ask("CCO", "Which functional groups does this molecule have, and how do they react?")
+    finally:
+        del tiny_pipe.llm.generate
+    assert caption.task == "caption" and caption.instruction == "Describe the input molecule."
+    assert calls[0]["max_new_tokens"] == 128 and calls[1]["max_new_tokens"] == 64
+    assert len(long_q.instruction) == MAX_DESCRIPTION_INSTRUCTION and "shortened" in long_q.notes[0]
+
+
+def test_parse_number():
+    assert parse_number("The LogP for the input molecule is -1.24.") == -1.24
+    assert parse_number("The Molecular Weight for the input molecule is 180.16 g/mol. 12.5") == 180.16
+    assert parse_number("about 3") is None
+
+
+@pytest.mark.parametrize("molecules, kwargs, message", [
+    ([], {}, "No molecule"),
+    (["CCO"] * 17, {}, "at most 16"),
+    ("CCO", {"question": "What is <mol>?"}, "may not contain"),
+    ("CCO", {"task": "melting point"}, "Unknown task"),
+    ("C1CC", {"task": "logp"}, "not a valid SMILES"),
+])
+def test_pipeline_bad_input(tiny_pipe, molecules, kwargs, message):
+    with pytest.raises(UserInputError, match=message):
+        tiny_pipe.ask(molecules, **kwargs)
+
+
+def test_incomplete_snapshot_says_how_to_download(tmp_path):
+    with pytest.raises(WeightsUnavailable, match="demohub download molm3d"):
+        MoLM3DPipeline.from_pretrained(tmp_path, device="cpu")
+
+
+def test_resolve_from_hf_cache_layout_and_load_through_context(tiny_snapshot, tmp_path, monkeypatch):
+    sha = "0123456789abcdef0123456789abcdef01234567"
+    repo = tmp_path / "hub" / "models--Sihangli--3D-MoLM"
+    shutil.copytree(tiny_snapshot, repo / "snapshots" / sha)
+    (repo / "refs").mkdir()
+    (repo / "refs" / "main").write_text(sha)
+    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "hub"))
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setenv("DEMOHUB_CHECKPOINTS", str(tmp_path / "no-bundled"))
+    monkeypatch.setenv("DEMOHUB_DEVICE", "cpu")
+    monkeypatch.setenv("DEMOHUB_DTYPE", "float32")
+    ws = DEMO.weight_set("generalist")
+    assert weights.state(DEMO.id, ws) is weights.WeightState.CACHED
+    folder = weights.resolve(DEMO.id, ws, allow_download=False)
+    assert folder == repo / "snapshots" / sha
+    ctx = DemoContext(DEMO, ModelPool(budget_bytes=10**9))
+    pipe = ctx.pipeline()
+    assert ctx.pipeline() is pipe and (DEMO.id, "generalist") in ctx.pool
+    answer = pipe.ask("CCO", task="tpsa", **FAST)
+    assert answer.reference.value == pytest.approx(20.23, abs=0.01)
