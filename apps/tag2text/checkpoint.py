@@ -1,0 +1,203 @@
+"""Reading the official checkpoint, converting it once to fp16 safetensors, and writing tiny checkpoints for tests.
+
+The official ``tag2text_swin_14m.pth`` (4.48 GB) is a training pickle: the weights under ``model`` plus, very
+likely, optimizer state. It is read with ``torch.load(weights_only=True, mmap=True)``; only tensors under ``model``
+are kept, ``vision_multi.*`` is renamed ``tagging_head.*`` (as the official loader does), buffers are dropped
+(recomputed from the config), relative-position tables are resized to the window if needed, and each tied
+tensor is stored once. The result (~0.75 GB fp16) is written next to the HF cache entry, so later starts read
+no pickle. A read-only cache falls back to ``$DEMOHUB_CACHE`` / ``~/.cache/demohub``, and failing that the
+pickle is simply read every time.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import tempfile
+from pathlib import Path
+
+import torch
+from safetensors import SafetensorError, safe_open
+from safetensors.torch import load_file, save_file
+
+from apps.tag2text.config import CONFIG_NAME, Tag2TextConfig, tiny_config
+from apps.tag2text.model import Tag2Text, build_model, init_random
+from apps.tag2text.swin import interpolate_bias_table
+from shared.errors import WeightsUnavailable
+
+log = logging.getLogger(__name__)
+
+CHECKPOINT_NAME = "tag2text_swin_14m.pth"
+CONVERTED_NAME = "tag2text.fp16.safetensors"
+CONVERTED_FORMAT = "1"
+RECOMPUTED_BUFFERS = ("relative_position_index", "attn_mask", "position_ids")
+RENAMES = (("vision_multi.", "tagging_head."),)
+
+
+def find_checkpoint(path: str | os.PathLike) -> Path:
+    """``path`` itself if it is a file, else the official file name (or the only .pth / .safetensors) inside it."""
+    path = Path(path)
+    if path.is_file():
+        return path
+    if (path / CHECKPOINT_NAME).is_file():
+        return path / CHECKPOINT_NAME
+    candidates = sorted(path.glob("*.pth")) or sorted(path.glob("*.safetensors"))
+    if len(candidates) == 1:
+        return candidates[0]
+    raise WeightsUnavailable(f"No Tag2Text checkpoint in {path}: expected {CHECKPOINT_NAME} there. "
+                             "Run `demohub download tag2text` or point the demo at the folder holding it.")
+
+
+def read_official(path: Path) -> dict[str, torch.Tensor]:
+    """Tensors under ``model`` with official renames applied and recomputed buffers dropped."""
+    try:
+        checkpoint = torch.load(path, map_location="cpu", weights_only=True, mmap=True)
+    except Exception as error:  # truncated download, not a zip-format pickle, forbidden globals, ...
+        raise WeightsUnavailable(f"{path.name} could not be read as a Tag2Text checkpoint ({error}); "
+                                 "delete it and download it again.") from error
+    state = checkpoint.get("model", checkpoint) if isinstance(checkpoint, dict) else None
+    if not isinstance(state, dict):
+        raise WeightsUnavailable(f"{path.name} holds no state_dict under 'model'; is it a Tag2Text checkpoint?")
+    out = {}
+    for key, value in state.items():
+        if not isinstance(value, torch.Tensor) or key.rsplit(".", 1)[-1] in RECOMPUTED_BUFFERS:
+            continue
+        for old, new in RENAMES:
+            if key.startswith(old):
+                key = new + key[len(old):]
+        out[key] = value
+    return out
+
+
+def fit_to_model(state: dict[str, torch.Tensor], model: Tag2Text) -> dict[str, torch.Tensor]:
+    """One tensor per unique parameter of ``model`` (canonical names), shapes checked, bias tables resized."""
+    aliases = model.tied_aliases()
+    for alias, canonical in aliases.items():
+        if canonical not in state and alias in state:
+            state[canonical] = state[alias]
+    expected = {name: p.shape for name, p in model.named_parameters()}
+    missing = [name for name in expected if name not in state]
+    if missing:
+        raise WeightsUnavailable(f"The checkpoint lacks {len(missing)} Tag2Text tensors (e.g. {missing[0]}); "
+                                 "it is not the Tag2Text checkpoint this demo expects.")
+    out = {}
+    for name, shape in expected.items():
+        tensor = state[name]
+        if name.endswith("relative_position_bias_table"):
+            tensor = interpolate_bias_table(tensor, shape[0])
+        if tensor.shape != shape:
+            raise WeightsUnavailable(f"Checkpoint tensor {name} has shape {tuple(tensor.shape)}, the model expects "
+                                     f"{tuple(shape)}; the config does not match these weights.")
+        out[name] = tensor
+    ignored = sorted(set(state) - set(out) - set(aliases))
+    if ignored:
+        log.info("Ignored %d checkpoint tensors not used for inference, e.g. %s", len(ignored), ignored[0])
+    return out
+
+
+def converted_candidates(source: Path) -> list[Path]:
+    """Where the fp16 copy of ``source`` may live, most preferred first."""
+    source = Path(os.path.abspath(source))
+    candidates = []
+    snapshot = source.parent
+    if snapshot.parent.name == "snapshots":  # <cache>/models--org--name/snapshots/<sha>/file
+        candidates.append(snapshot.parent.parent / "demohub-converted" / snapshot.name / CONVERTED_NAME)
+    else:
+        candidates.append(source.parent / ".demohub-converted" / CONVERTED_NAME)
+    root = Path(os.environ.get("DEMOHUB_CACHE") or Path.home() / ".cache" / "demohub")
+    key = f"{snapshot.name}-{source.stat().st_size}"
+    candidates.append(root / "tag2text" / key / CONVERTED_NAME)
+    return candidates
+
+
+def _source_stamp(source: Path) -> dict[str, str]:
+    stat = Path(source).stat()  # follows the HF symlink to the blob
+    return {"format": CONVERTED_FORMAT, "source_size": str(stat.st_size), "source_mtime": str(int(stat.st_mtime))}
+
+
+def _read_converted(path: Path, stamp: dict[str, str]) -> dict[str, torch.Tensor] | None:
+    try:
+        with safe_open(str(path), framework="pt") as handle:
+            if (handle.metadata() or {}) != stamp:
+                return None
+        return load_file(str(path))
+    except (OSError, SafetensorError):
+        return None
+
+
+def _write_converted(state: dict[str, torch.Tensor], stamp: dict[str, str], candidates: list[Path]) -> Path | None:
+    for target in candidates:
+        try:
+            target.parent.mkdir(parents=True, exist_ok=True)
+            fd, tmp = tempfile.mkstemp(dir=target.parent, suffix=".tmp")
+            os.close(fd)
+            try:
+                save_file(state, tmp, metadata=stamp)
+                os.replace(tmp, target)
+            finally:
+                if os.path.exists(tmp):
+                    os.unlink(tmp)
+            return target
+        except OSError as error:
+            log.warning("Cannot write the converted Tag2Text weights to %s (%s); trying the next place.",
+                        target, error)
+    log.warning("No writable place for converted Tag2Text weights; the .pth will be read on every start.")
+    return None
+
+
+def load_state(path: Path, model: Tag2Text, convert: bool = True) -> tuple[dict[str, torch.Tensor], Path]:
+    """Weights for ``model`` from ``path`` (.pth or .safetensors): the converted copy when valid, else the pickle.
+
+    Returns the state and the file actually read.
+    """
+    if path.suffix == ".safetensors":
+        return fit_to_model(load_file(str(path)), model), path
+    stamp = _source_stamp(path)
+    candidates = converted_candidates(path)
+    for candidate in candidates:
+        if candidate.is_file():
+            state = _read_converted(candidate, stamp)
+            if state is not None:
+                return fit_to_model(state, model), candidate
+    state = fit_to_model(read_official(path), model)
+    if not convert:
+        return state, path
+    # Use the fp16 values from the first start on, so a result never depends on whether it was the first.
+    state = {k: v.to(torch.float16).contiguous() for k, v in state.items()}
+    return state, _write_converted(state, stamp, candidates) or path
+
+
+def load_model(path: str | os.PathLike, device="cpu", dtype=torch.float32) -> tuple[Tag2Text, Path]:
+    """The Tag2Text model for a weights folder or file; the config comes from ``config.json`` beside it, if any."""
+    checkpoint = find_checkpoint(path)
+    config = Tag2TextConfig.load(checkpoint.parent)
+    model = build_model(config, device="cpu", dtype=torch.float32)
+    state, read_from = load_state(checkpoint, model)
+    model.load_state_dict(state, strict=False)  # buffers are recomputed, aliases share storage with canonicals
+    return model.to(device=device, dtype=dtype).eval(), read_from
+
+
+def write_tiny_checkpoint(folder: str | os.PathLike, config: Tag2TextConfig | None = None, seed: int = 0,
+                          std: float = 0.2) -> Path:
+    """A tiny random Tag2Text in the official file layout: ``{'model': state_dict, ...}`` with official keys
+    (``vision_multi.*``, buffers, tied tensors under both names) plus training leftovers, and its ``config.json``.
+    """
+    config = config or tiny_config()
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    model = init_random(build_model(config), seed=seed, std=std)
+    with torch.no_grad():  # spread the tag biases so that some tags pass the threshold and some do not
+        gen = torch.Generator().manual_seed(seed)
+        model.fc.b.copy_(torch.linspace(-2.0, 2.0, config.num_tags)[torch.randperm(config.num_tags, generator=gen)])
+    state = {}
+    for key, value in model.state_dict().items():
+        if key.startswith("tagging_head."):
+            key = "vision_multi." + key[len("tagging_head."):]
+        state[key] = value
+    first = next(iter(state.values()))
+    leftovers = {"optimizer": {"state": {0: {"step": torch.tensor(1.0), "exp_avg": torch.zeros_like(first)}},
+                               "param_groups": [{"lr": 1e-4, "params": [0]}]},
+                 "epoch": 1, "config": {"image_size": config.image_size}}
+    torch.save({"model": state, **leftovers}, folder / CHECKPOINT_NAME)
+    (folder / CONFIG_NAME).write_text(config.to_json(), encoding="utf-8")
+    return folder / CHECKPOINT_NAME

@@ -1,0 +1,121 @@
+"""Beam search for the caption decoder, with a KV cache and each image's own tag encoding.
+
+Scoring follows the Hugging Face beam search the official code runs on (transformers 4.46.3,
+``early_stopping=False``, length penalty 1): log-softmax scores, [SEP] banned below ``min_length``, 2*beams
+candidates per image, a finished hypothesis scored by its summed log-probability over the number of generated
+tokens (its [SEP] included), and a search that stops when no open beam can beat the worst kept hypothesis.
+Tests compare token ids with outputs recorded from 4.46.3; transformers 5.x's rewrite stops differently at times.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import torch
+
+from apps.tag2text.bert import BertLMHeadModel
+
+
+@dataclass
+class _Hypotheses:
+    num_beams: int
+    beams: list[tuple[float, list[int]]] = field(default_factory=list)
+    worst: float = 1e9
+
+    def add(self, tokens: list[int], score: float) -> None:
+        if len(self.beams) < self.num_beams or score > self.worst:
+            self.beams.append((score, tokens))
+            if len(self.beams) > self.num_beams:
+                ranked = sorted((s, i) for i, (s, _) in enumerate(self.beams))
+                del self.beams[ranked[0][1]]
+                self.worst = ranked[1][0]
+            else:
+                self.worst = min(score, self.worst)
+
+    def is_done(self, best_sum_logprobs: float, generated: int) -> bool:
+        return len(self.beams) >= self.num_beams and self.worst >= best_sum_logprobs / generated
+
+    def best(self) -> list[int]:
+        return sorted(self.beams, key=lambda b: b[0])[-1][1]
+
+
+@torch.inference_mode()
+def beam_search(
+    decoder: BertLMHeadModel,
+    encoder_states: torch.Tensor,
+    prompt_ids: list[int],
+    *,
+    num_beams: int,
+    max_length: int,
+    min_length: int,
+    eos_token_id: int,
+    pad_token_id: int = 0,
+    use_cache: bool = True,
+    on_step: Callable[[int, int], None] | None = None,
+) -> list[list[int]]:
+    """Token ids (prompt included, [SEP] excluded) of the best caption for each row of ``encoder_states``.
+
+    ``use_cache=False`` re-runs the whole prefix and re-projects the cross-attention keys/values at every step
+    (what the official code does under current transformers); it exists to measure the cache and to test that
+    both give the same captions.
+    """
+    batch, device = encoder_states.shape[0], encoder_states.device
+    if use_cache:  # cross-attention keys/values depend only on the tag encoding: project them once
+        cross_kv = [(k.repeat_interleave(num_beams, 0), v.repeat_interleave(num_beams, 0))
+                    for k, v in decoder.cross_key_values(encoder_states)]
+        beam_states = None
+    else:
+        cross_kv, beam_states = None, encoder_states.repeat_interleave(num_beams, 0)
+    prompt_len = len(prompt_ids)
+    ids = torch.tensor(prompt_ids, device=device).expand(batch * num_beams, -1).clone()
+    beam_scores = torch.zeros(batch, num_beams, device=device)
+    beam_scores[:, 1:] = -1e9  # all beams start identical: only the first may expand at step one
+    beam_scores = beam_scores.view(-1)
+    hyps = [_Hypotheses(num_beams) for _ in range(batch)]
+    done = [False] * batch
+    past = None
+    total_steps = max_length - prompt_len
+    while True:
+        cur_len = ids.shape[1]
+        logits, presents = decoder(ids if past is None else ids[:, -1:], cross_kv, past, beam_states)
+        logprobs = torch.log_softmax(logits.float(), dim=-1)
+        if cur_len < min_length:
+            logprobs[:, eos_token_id] = float("-inf")
+        vocab = logprobs.shape[-1]
+        scores = (logprobs + beam_scores[:, None]).view(batch, num_beams * vocab)
+        top_scores, top_idx = scores.topk(2 * num_beams, dim=1)
+        top_tokens, top_beams = (top_idx % vocab).tolist(), (top_idx // vocab).tolist()
+        top_list = top_scores.tolist()
+        next_scores = torch.zeros(batch, num_beams, device=device)
+        next_tokens = torch.full((batch, num_beams), pad_token_id, dtype=torch.long, device=device)
+        next_rows = torch.arange(batch, device=device).repeat_interleave(num_beams).view(batch, num_beams) * num_beams
+        generated = cur_len + 1 - prompt_len
+        for b in range(batch):
+            if done[b]:
+                continue
+            kept = 0
+            for rank in range(2 * num_beams):
+                token, row, score = top_tokens[b][rank], b * num_beams + top_beams[b][rank], top_list[b][rank]
+                if token == eos_token_id:
+                    if rank < num_beams:  # an [SEP] outside the top beams is not a finished caption
+                        hyps[b].add(ids[row].tolist(), score / generated)
+                else:
+                    next_scores[b, kept], next_tokens[b, kept], next_rows[b, kept] = score, token, row
+                    kept += 1
+                if kept == num_beams:
+                    break
+            done[b] = hyps[b].is_done(max(top_list[b]), generated)
+        rows = next_rows.view(-1)
+        beam_scores = next_scores.view(-1)
+        ids = torch.cat([ids[rows], next_tokens.view(-1, 1)], dim=1)
+        past = [(k[rows], v[rows]) for k, v in presents] if use_cache else None
+        if on_step is not None:
+            on_step(ids.shape[1] - prompt_len, total_steps)
+        if all(done) or ids.shape[1] >= max_length:
+            break
+    for b in range(batch):
+        if not done[b]:
+            for row in range(b * num_beams, (b + 1) * num_beams):
+                hyps[b].add(ids[row].tolist(), beam_scores[row].item() / (ids.shape[1] - prompt_len))
+    return [h.best() for h in hyps]

@@ -1,0 +1,184 @@
+"""Swin Transformer V1 image encoder (Liu et al. 2021), module names as in the Tag2Text state_dict.
+
+Output: the average-pooled token followed by the final-stage tokens, (B, 1 + (S/32)^2, vision_width).
+``relative_position_index`` and ``attn_mask`` are persistent buffers recomputed from the sizes
+(``reset_buffers``); a checkpoint's copies are ignored, as the official loader deletes them.
+"""
+
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+
+def window_partition(x: torch.Tensor, ws: int) -> torch.Tensor:
+    b, h, w, c = x.shape
+    x = x.view(b, h // ws, ws, w // ws, ws, c).permute(0, 1, 3, 2, 4, 5)
+    return x.reshape(-1, ws * ws, c)
+
+
+def window_reverse(windows: torch.Tensor, ws: int, h: int, w: int) -> torch.Tensor:
+    c = windows.shape[-1]
+    x = windows.view(-1, h // ws, w // ws, ws, ws, c).permute(0, 1, 3, 2, 4, 5)
+    return x.reshape(-1, h, w, c)
+
+
+def relative_position_index(ws: int) -> torch.Tensor:
+    coords = torch.stack(torch.meshgrid(torch.arange(ws), torch.arange(ws), indexing="ij")).flatten(1)  # 2, ws*ws
+    rel = (coords[:, :, None] - coords[:, None, :]).permute(1, 2, 0) + (ws - 1)
+    return rel[..., 0] * (2 * ws - 1) + rel[..., 1]
+
+
+def shifted_window_mask(resolution: int, ws: int, shift: int) -> torch.Tensor:
+    """-100 where two tokens of one shifted window came from different image regions (the paper's cyclic shift)."""
+    region = torch.zeros(1, resolution, resolution, 1)
+    bounds = (slice(0, -ws), slice(-ws, -shift), slice(-shift, None))
+    label = 0
+    for hs in bounds:
+        for wsl in bounds:
+            region[:, hs, wsl, :] = label
+            label += 1
+    windows = window_partition(region, ws).squeeze(-1)  # nW, ws*ws
+    diff = windows[:, None, :] - windows[:, :, None]
+    return diff.masked_fill(diff != 0, -100.0).masked_fill(diff == 0, 0.0)
+
+
+def interpolate_bias_table(table: torch.Tensor, rows: int) -> torch.Tensor:
+    """Resize a (L*L, heads) relative-position table to ``rows`` = L'*L' rows (bicubic), as the official loader does."""
+    if table.shape[0] == rows:
+        return table
+    old, new = round(table.shape[0] ** 0.5), round(rows ** 0.5)
+    grid = table.float().permute(1, 0).reshape(1, -1, old, old)
+    grid = F.interpolate(grid, size=(new, new), mode="bicubic", align_corners=False)
+    return grid.reshape(-1, rows).permute(1, 0).to(table.dtype)
+
+
+class WindowAttention(nn.Module):
+    def __init__(self, dim: int, window_size: int, num_heads: int):
+        super().__init__()
+        self.window_size, self.num_heads = window_size, num_heads
+        self.scale = (dim // num_heads) ** -0.5
+        self.relative_position_bias_table = nn.Parameter(torch.zeros((2 * window_size - 1) ** 2, num_heads))
+        self.register_buffer("relative_position_index", relative_position_index(window_size))
+        self.qkv = nn.Linear(dim, dim * 3)
+        self.proj = nn.Linear(dim, dim)
+
+    def reset_buffers(self) -> None:
+        self.relative_position_index = relative_position_index(self.window_size).to(self.qkv.weight.device)
+
+    def forward(self, x: torch.Tensor, mask: torch.Tensor | None) -> torch.Tensor:
+        bw, n, c = x.shape
+        q, k, v = self.qkv(x).reshape(bw, n, 3, self.num_heads, c // self.num_heads).permute(2, 0, 3, 1, 4)
+        attn = (q * self.scale) @ k.transpose(-2, -1)
+        bias = self.relative_position_bias_table[self.relative_position_index.view(-1)].view(n, n, -1)
+        attn = attn + bias.permute(2, 0, 1).unsqueeze(0)
+        if mask is not None:
+            nw = mask.shape[0]
+            attn = attn.view(bw // nw, nw, self.num_heads, n, n) + mask[None, :, None].to(attn.dtype)
+            attn = attn.view(bw, self.num_heads, n, n)
+        x = (attn.softmax(-1) @ v).transpose(1, 2).reshape(bw, n, c)
+        return self.proj(x)
+
+
+class Mlp(nn.Module):
+    def __init__(self, dim: int, hidden: int):
+        super().__init__()
+        self.fc1, self.act, self.fc2 = nn.Linear(dim, hidden), nn.GELU(), nn.Linear(hidden, dim)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.fc2(self.act(self.fc1(x)))
+
+
+class SwinTransformerBlock(nn.Module):
+    def __init__(self, dim: int, resolution: int, num_heads: int, window_size: int, shift: bool, mlp_ratio: float):
+        super().__init__()
+        # A window as large as the feature map is one window: no shift, no mask (stage 4 at 384).
+        self.window_size = min(window_size, resolution)
+        self.shift_size = window_size // 2 if shift and resolution > window_size else 0
+        self.resolution = resolution
+        self.norm1 = nn.LayerNorm(dim)
+        self.attn = WindowAttention(dim, self.window_size, num_heads)
+        self.norm2 = nn.LayerNorm(dim)
+        self.mlp = Mlp(dim, int(dim * mlp_ratio))
+        self.register_buffer("attn_mask", self._mask())
+
+    def _mask(self) -> torch.Tensor | None:
+        return shifted_window_mask(self.resolution, self.window_size, self.shift_size) if self.shift_size else None
+
+    def reset_buffers(self) -> None:
+        if self.shift_size:
+            self.attn_mask = self._mask().to(self.norm1.weight.device)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        b, _, c = x.shape
+        r, ws, s = self.resolution, self.window_size, self.shift_size
+        h = self.norm1(x).view(b, r, r, c)
+        if s:
+            h = torch.roll(h, shifts=(-s, -s), dims=(1, 2))
+        h = window_reverse(self.attn(window_partition(h, ws), self.attn_mask), ws, r, r)
+        if s:
+            h = torch.roll(h, shifts=(s, s), dims=(1, 2))
+        x = x + h.reshape(b, r * r, c)
+        return x + self.mlp(self.norm2(x))
+
+
+class PatchMerging(nn.Module):
+    def __init__(self, dim: int, resolution: int):
+        super().__init__()
+        self.resolution = resolution
+        self.norm = nn.LayerNorm(4 * dim)
+        self.reduction = nn.Linear(4 * dim, 2 * dim, bias=False)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        b, _, c = x.shape
+        x = x.view(b, self.resolution, self.resolution, c)
+        x = torch.cat([x[:, 0::2, 0::2], x[:, 1::2, 0::2], x[:, 0::2, 1::2], x[:, 1::2, 1::2]], dim=-1)
+        return self.reduction(self.norm(x.view(b, -1, 4 * c)))
+
+
+class BasicLayer(nn.Module):
+    def __init__(self, dim, resolution, depth, num_heads, window_size, mlp_ratio, downsample: bool):
+        super().__init__()
+        self.blocks = nn.ModuleList(
+            SwinTransformerBlock(dim, resolution, num_heads, window_size, shift=i % 2 == 1, mlp_ratio=mlp_ratio)
+            for i in range(depth)
+        )
+        self.downsample = PatchMerging(dim, resolution) if downsample else None
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        for block in self.blocks:
+            x = block(x)
+        return self.downsample(x) if self.downsample is not None else x
+
+
+class PatchEmbed(nn.Module):
+    def __init__(self, patch_size: int, embed_dim: int):
+        super().__init__()
+        self.proj = nn.Conv2d(3, embed_dim, kernel_size=patch_size, stride=patch_size)
+        self.norm = nn.LayerNorm(embed_dim)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.norm(self.proj(x).flatten(2).transpose(1, 2))
+
+
+class SwinTransformer(nn.Module):
+    def __init__(self, image_size=384, patch_size=4, embed_dim=128, depths=(2, 2, 18, 2), num_heads=(4, 8, 16, 32),
+                 window_size=12, mlp_ratio=4.0):
+        super().__init__()
+        self.patch_embed = PatchEmbed(patch_size, embed_dim)
+        resolution = image_size // patch_size
+        self.layers = nn.ModuleList()
+        for i, (depth, heads) in enumerate(zip(depths, num_heads, strict=True)):
+            last = i == len(depths) - 1
+            self.layers.append(BasicLayer(embed_dim * 2 ** i, resolution // 2 ** i, depth, heads, window_size,
+                                          mlp_ratio, downsample=not last))
+        self.num_features = embed_dim * 2 ** (len(depths) - 1)
+        self.norm = nn.LayerNorm(self.num_features)
+
+    def forward(self, image: torch.Tensor) -> torch.Tensor:
+        x = self.patch_embed(image)
+        for layer in self.layers:
+            x = layer(x)
+        x = self.norm(x)
+        return torch.cat([x.mean(dim=1, keepdim=True), x], dim=1)

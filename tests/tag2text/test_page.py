@@ -1,0 +1,119 @@
+"""The Gradio page: builds without weights, runs the real pipeline on tiny weights, and serves the named API."""
+
+from __future__ import annotations
+
+import csv
+import json
+import shutil
+import urllib.request
+import zipfile
+
+import gradio as gr
+import pytest
+
+from apps.tag2text import DEMO
+from apps.tag2text.checkpoint import CHECKPOINT_NAME
+from apps.tag2text.config import CONFIG_NAME
+from apps.tag2text.page import Tag2TextPage, build, example_images, tag_chips
+from apps.tag2text.pipeline import Tag
+from shared.context import DemoContext
+from shared.errors import WeightsUnavailable
+from shared.pool import ModelPool
+
+
+@pytest.fixture
+def no_weights(tmp_path, monkeypatch):
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "empty-cache"))
+    monkeypatch.setenv("DEMOHUB_CHECKPOINTS", str(tmp_path / "no-checkpoints"))
+    return DemoContext(DEMO, pool=ModelPool(budget_bytes=10**9))
+
+
+@pytest.fixture
+def tiny_ctx(tmp_path, monkeypatch, tiny_dir):
+    """The tiny checkpoint as the registered weight set, found the way the hub finds it (DEMOHUB_CHECKPOINTS)."""
+    folder = tmp_path / "ckpt" / DEMO.id / DEMO.weight_set().name
+    folder.mkdir(parents=True)
+    for name in (CHECKPOINT_NAME, CONFIG_NAME):
+        shutil.copy(tiny_dir / name, folder / name)
+    monkeypatch.setenv("DEMOHUB_CHECKPOINTS", str(tmp_path / "ckpt"))
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setenv("DEMOHUB_DEVICE", "cpu")
+    monkeypatch.setenv("GRADIO_TEMP_DIR", str(tmp_path / "gradio"))
+    return DemoContext(DEMO, pool=ModelPool(budget_bytes=10**9))
+
+
+def test_page_builds_without_weights_and_says_so(no_weights):
+    demo = build(no_weights)
+    assert isinstance(demo, gr.Blocks)
+    config = json.dumps(demo.get_config_file(), default=str)
+    assert "not on this machine" in config and "4.48 GB" in config
+    assert "Download weights (4.48 GB)" in config
+    endpoints = demo.get_api_info()["named_endpoints"]
+    assert [p["parameter_name"] for p in endpoints["/tag_image"]["parameters"]] == ["image", "threshold", "user_tags"]
+    assert set(endpoints) == {"/tag_image", "/tag_batch"}
+    _, url, _ = demo.launch(prevent_thread_lock=True, server_name="127.0.0.1", quiet=True)
+    try:
+        with urllib.request.urlopen(url, timeout=30) as response:
+            assert response.status == 200
+    finally:
+        demo.close()
+
+
+def test_running_without_weights_is_a_clear_error(no_weights):
+    with pytest.raises(WeightsUnavailable, match="demohub download tag2text"):
+        Tag2TextPage(no_weights).tag_image(example_images()[0], 0.68, "")
+
+
+def test_four_drawn_examples_exist():
+    assert len(example_images()) >= 4
+
+
+def test_tag_image_through_the_page(tiny_ctx):
+    chips, caption, echoed, scores = Tag2TextPage(tiny_ctx).tag_image(example_images()[0], 0.5, "boat, sea")
+    assert caption and echoed == "boat, sea"
+    assert chips.count('class="t2t-chip"') == len(scores) > 0
+    first = next(iter(scores))
+    assert first.split(" (#")[0] in chips
+
+
+def test_tag_batch_writes_table_csv_and_json(tiny_ctx, tmp_path):
+    archive = tmp_path / "pics.zip"
+    with zipfile.ZipFile(archive, "w") as zf:
+        zf.write(example_images()[1], "house.png")
+        zf.writestr("notes.txt", "not a picture")
+    table, files, note = Tag2TextPage(tiny_ctx).tag_batch([example_images()[0], str(archive)], 0.68, "")
+    assert [row[0] for row in table] == ["beach.png", "house.png"]
+    assert "notes.txt" in note
+    csv_path, json_path = files
+    with open(csv_path, encoding="utf-8") as fh:
+        assert list(csv.reader(fh))[1:] == table
+    data = json.loads(open(json_path, encoding="utf-8").read())
+    assert [im["caption"] for im in data["images"]] == [row[2] for row in table]
+    assert [", ".join(t["name"] for t in im["tags"]) for im in data["images"]] == [row[1] for row in table]
+    assert all(0.0 <= t["score"] <= 1.0 for im in data["images"] for t in im["tags"])
+
+
+def test_tag_chips_escape_names():
+    html_text = tag_chips([Tag(0, "<script>x</script>", 0.9)])
+    assert "<script>" not in html_text and "&lt;script&gt;" in html_text
+    assert "0.90" in html_text
+    assert "No tag passed" in tag_chips([])
+
+
+def test_named_api_over_http(tiny_ctx):
+    from gradio_client import Client, handle_file
+
+    demo = build(tiny_ctx)
+    _, url, _ = demo.launch(prevent_thread_lock=True, server_name="127.0.0.1", quiet=True)
+    try:
+        client = Client(url, verbose=False)
+        chips, caption, echoed, scores = client.predict(handle_file(example_images()[2]), 0.5, "red car",
+                                                        api_name="/tag_image")
+        assert caption and echoed == "red car" and isinstance(scores, dict)
+        with pytest.raises(Exception, match="1,000 characters"):  # our UserInputError sentence reaches the client
+            client.predict(handle_file(example_images()[2]), 0.5, "x," * 600, api_name="/tag_image")
+        # the server keeps serving after a bad request
+        assert client.predict(handle_file(example_images()[2]), 0.5, "", api_name="/tag_image")[1]
+    finally:
+        demo.close()
