@@ -7,6 +7,7 @@ an optimisation: a read-only or full disk only costs speed, never a failure.
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import hashlib
 import logging
@@ -20,22 +21,32 @@ from shared.weights import hf_cache_dir
 log = logging.getLogger(__name__)
 
 
-def load_torch_state(path: str | Path, key: str | None = None) -> dict:
-    """The tensors of a pickled checkpoint (optionally under ``key``), read with ``weights_only=True``."""
+def load_torch_checkpoint(path: str | Path, safe_globals: tuple = ()):
+    """``torch.load(weights_only=True)`` (memory-mapped for zip files); ``safe_globals`` lists the few extra classes
+    a known checkpoint pickles beside its tensors (e.g. ``argparse.Namespace``)."""
     import torch
 
     path = Path(path)
     if not path.is_file():
         raise CheckpointError(f"{path.name} is missing from {path.parent}; re-download the weights.")
     try:
-        obj = torch.load(path, map_location="cpu", weights_only=True, mmap=_is_zip(path))
+        with torch.serialization.safe_globals(list(safe_globals)):
+            return torch.load(path, map_location="cpu", weights_only=True, mmap=_is_zip(path))
     except pickle.UnpicklingError as error:
         raise CheckpointError(
             f"{path.name} contains objects other than plain weights (possibly code), so it was refused "
-            f"(weights_only loading). Only use checkpoints from the official repository. ({error})"
+            f"(weights_only loading). Only use checkpoints from the official repository. ({str(error)[:300]})"
         ) from error
     except (RuntimeError, EOFError, OSError, ValueError) as error:
         raise CheckpointError(_corrupt(path, error)) from error
+
+
+def load_torch_state(path: str | Path, key: str | None = None, safe_globals: tuple = ()) -> dict:
+    """The tensors of a pickled checkpoint (optionally under ``key``), read with ``weights_only=True``."""
+    import torch
+
+    path = Path(path)
+    obj = load_torch_checkpoint(path, safe_globals)
     if key is not None:
         if not isinstance(obj, dict) or key not in obj:
             raise CheckpointError(f"{path.name} has no '{key}' entry; is it the right file?")
@@ -67,7 +78,7 @@ def converted_path(source: str | Path, suffix: str = ".safetensors") -> Path:
     return root / f"{source.stem}-{digest}{suffix}"
 
 
-def save_safetensors(tensors: dict, target: str | Path) -> bool:
+def save_safetensors(tensors: dict, target: str | Path, metadata: dict[str, str] | None = None) -> bool:
     """Write atomically (temp file + rename). On a read-only or full disk, log and return False."""
     from safetensors.torch import save_file
 
@@ -75,11 +86,12 @@ def save_safetensors(tensors: dict, target: str | Path) -> bool:
     tmp = target.with_name(target.name + ".partial")
     try:
         target.parent.mkdir(parents=True, exist_ok=True)
-        save_file({k: v.contiguous() for k, v in tensors.items()}, str(tmp))
+        save_file({k: v.contiguous() for k, v in tensors.items()}, str(tmp), metadata=metadata)
         os.replace(tmp, target)
         return True
     except OSError as error:
-        tmp.unlink(missing_ok=True)
+        with contextlib.suppress(OSError):  # the folder itself may be what is unwritable
+            tmp.unlink(missing_ok=True)
         reason = {errno.ENOSPC: "the disk is full", errno.EROFS: "the cache is read-only",
                   errno.EACCES: "the cache is not writable"}.get(error.errno, str(error))
         log.warning("Not caching the converted weights at %s: %s. Loading stays correct, only slower.",
@@ -93,5 +105,5 @@ def _is_zip(path: Path) -> bool:
 
 
 def _corrupt(path: Path, error: BaseException) -> str:
-    return (f"{path.name} is truncated or corrupt ({type(error).__name__}). Delete it and download the weights "
-            f"again (`demohub download ...`).")
+    return (f"{path.name} is truncated or corrupt ({type(error).__name__}). Delete it and download it again "
+            f"(`demohub download ...`).")

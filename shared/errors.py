@@ -31,5 +31,5 @@ def as_gradio_error(error: BaseException):
     return gr.Error(user_message(error), print_exception=not isinstance(error, DemoHubError))
 
 
-class CheckpointError(DemoHubError):
+class CheckpointError(WeightsUnavailable):
     """A weights file is truncated, corrupt, or carries more than plain tensors (refused)."""

@@ -12,8 +12,6 @@ so the tiny test snapshot loads through the same code.
 
 from __future__ import annotations
 
-import argparse
-import pickle
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -27,7 +25,8 @@ from apps.molm3d.properties import PropertyReference, reference
 from apps.molm3d.qformer import MolQFormer, QFormerConfig
 from apps.molm3d.tasks import EVAL_DECODING, NUM_MOL_TOKENS, build_prompt, get_task, instruction_for, parse_number
 from apps.molm3d.tokenizer import MoLMTokenizer
-from apps.molm3d.unimol import collate, load_unimol, safe_load
+from apps.molm3d.unimol import collate, load_unimol
+from shared.checkpoints import load_torch_checkpoint
 from shared.errors import UserInputError, WeightsUnavailable
 
 UNIMOL_FILE = "uni-mol/mol_pre_no_h_220816.pt"
@@ -57,19 +56,9 @@ class MoLMAnswer:
 
 def load_checkpoint(path: Path) -> dict[str, torch.Tensor]:
     """The ``state_dict`` of a Lightning checkpoint, ``blip2opt.`` stripped as the official loaders do."""
-    ckpt = safe_load(path)
+    ckpt = load_torch_checkpoint(path)
     sd = ckpt.get("state_dict", ckpt)
     return {k.split(PREFIX, 1)[1]: v for k, v in sd.items() if PREFIX in k}
-
-
-def _load_unimol_file(path: Path):
-    # unicore checkpoints also pickle their argparse ``args``; allow just that class beside the tensors
-    with torch.serialization.safe_globals([argparse.Namespace]):
-        try:
-            return load_unimol(path)
-        except pickle.UnpicklingError as error:
-            raise ValueError(f"{path} holds objects other than tensors and argparse args, so it was not loaded "
-                             f"(weights_only=True): {str(error)[:300]}") from error
 
 
 class RepetitionPenalty(RepetitionPenaltyLogitsProcessor):
@@ -100,7 +89,7 @@ class MoLM3DPipeline:
                                          "Run `demohub download molm3d` to fetch the official files.")
         device = device or pick_device()
         dtype = dtype or pick_dtype(device)
-        unimol, unused = _load_unimol_file(path / UNIMOL_FILE)
+        unimol, unused = load_unimol(path / UNIMOL_FILE)
         sd = load_checkpoint(path / GENERALIST_FILE)
         lora = {k[len("llm_model."):]: v for k, v in sd.items() if k.startswith("llm_model.")}
         rest = {k: v.float() for k, v in sd.items() if not k.startswith("llm_model.")}

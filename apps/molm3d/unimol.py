@@ -12,6 +12,7 @@ reads it with ``strict=False`` and drops them; ``load_unimol`` does the same and
 
 from __future__ import annotations
 
+import argparse
 import math
 from dataclasses import dataclass
 from pathlib import Path
@@ -19,6 +20,8 @@ from pathlib import Path
 import torch
 import torch.nn.functional as F
 from torch import nn
+
+from shared.checkpoints import load_torch_checkpoint
 
 UNUSED_PREFIXES = ("lm_head.", "pair2coord_proj.", "dist_head.", "encoder.final_head_layer_norm.")
 
@@ -164,19 +167,9 @@ def collate(conformers, device: torch.device | str = "cpu") -> dict[str, torch.T
     return {"atoms": atoms.to(device), "distances": dist.to(device), "edge_types": edges.to(device)}
 
 
-def safe_load(path: str | Path, map_location: str = "cpu"):
-    """``torch.load(weights_only=True)``, memory-mapped when the file is in the zip format (all recent ones are)."""
-    try:
-        return torch.load(path, map_location=map_location, weights_only=True, mmap=True)
-    except RuntimeError as error:
-        if "mmap" not in str(error):
-            raise
-        return torch.load(path, map_location=map_location, weights_only=True)
-
-
 def load_unimol(path: str | Path, map_location: str = "cpu") -> tuple[UniMolEncoder, list[str]]:
     """The encoder from a Uni-Mol checkpoint (key ``model``), and the checkpoint keys it does not use."""
-    ckpt = safe_load(path, map_location)
+    ckpt = load_torch_checkpoint(path, safe_globals=(argparse.Namespace,))  # unicore also pickles its args
     sd = ckpt["model"] if "model" in ckpt else ckpt
     model = UniMolEncoder(UniMolConfig.from_state_dict(sd))
     missing, unexpected = model.load_state_dict(sd, strict=False)

@@ -13,16 +13,16 @@ from __future__ import annotations
 
 import logging
 import os
-import tempfile
 from pathlib import Path
 
 import torch
 from safetensors import SafetensorError, safe_open
-from safetensors.torch import load_file, save_file
+from safetensors.torch import load_file
 
 from apps.tag2text.config import CONFIG_NAME, Tag2TextConfig, tiny_config
 from apps.tag2text.model import Tag2Text, build_model, init_random
 from apps.tag2text.swin import interpolate_bias_table
+from shared.checkpoints import load_torch_state, save_safetensors
 from shared.errors import WeightsUnavailable
 
 log = logging.getLogger(__name__)
@@ -50,17 +50,9 @@ def find_checkpoint(path: str | os.PathLike) -> Path:
 
 def read_official(path: Path) -> dict[str, torch.Tensor]:
     """Tensors under ``model`` with official renames applied and recomputed buffers dropped."""
-    try:
-        checkpoint = torch.load(path, map_location="cpu", weights_only=True, mmap=True)
-    except Exception as error:  # truncated download, not a zip-format pickle, forbidden globals, ...
-        raise WeightsUnavailable(f"{path.name} could not be read as a Tag2Text checkpoint ({error}); "
-                                 "delete it and download it again.") from error
-    state = checkpoint.get("model", checkpoint) if isinstance(checkpoint, dict) else None
-    if not isinstance(state, dict):
-        raise WeightsUnavailable(f"{path.name} holds no state_dict under 'model'; is it a Tag2Text checkpoint?")
     out = {}
-    for key, value in state.items():
-        if not isinstance(value, torch.Tensor) or key.rsplit(".", 1)[-1] in RECOMPUTED_BUFFERS:
+    for key, value in load_torch_state(path, key="model").items():
+        if key.rsplit(".", 1)[-1] in RECOMPUTED_BUFFERS:
             continue
         for old, new in RENAMES:
             if key.startswith(old):
@@ -127,20 +119,8 @@ def _read_converted(path: Path, stamp: dict[str, str]) -> dict[str, torch.Tensor
 
 def _write_converted(state: dict[str, torch.Tensor], stamp: dict[str, str], candidates: list[Path]) -> Path | None:
     for target in candidates:
-        try:
-            target.parent.mkdir(parents=True, exist_ok=True)
-            fd, tmp = tempfile.mkstemp(dir=target.parent, suffix=".tmp")
-            os.close(fd)
-            try:
-                save_file(state, tmp, metadata=stamp)
-                os.replace(tmp, target)
-            finally:
-                if os.path.exists(tmp):
-                    os.unlink(tmp)
+        if save_safetensors(state, target, metadata=stamp):
             return target
-        except OSError as error:
-            log.warning("Cannot write the converted Tag2Text weights to %s (%s); trying the next place.",
-                        target, error)
     log.warning("No writable place for converted Tag2Text weights; the .pth will be read on every start.")
     return None
 

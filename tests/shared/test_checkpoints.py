@@ -57,6 +57,23 @@ def test_safetensors_roundtrip_and_truncation(tmp_path):
         checkpoints.load_safetensors(target)
 
 
+def test_extra_safe_globals_are_allowed_only_when_named(tmp_path):
+    import argparse
+
+    path = tmp_path / "unimol.pt"
+    torch.save({"model": {"w": torch.ones(1)}, "args": argparse.Namespace(arch="unimol")}, path)
+    with pytest.raises(CheckpointError, match="refused"):
+        checkpoints.load_torch_checkpoint(path)
+    obj = checkpoints.load_torch_checkpoint(path, safe_globals=(argparse.Namespace,))
+    assert obj["args"].arch == "unimol"
+
+
+def test_checkpoint_errors_are_weights_unavailable():
+    from shared.errors import WeightsUnavailable
+
+    assert issubclass(CheckpointError, WeightsUnavailable)
+
+
 @pytest.mark.parametrize(("code", "reason"), [(errno.ENOSPC, "disk is full"), (errno.EROFS, "read-only")])
 def test_full_or_read_only_disk_during_conversion_is_tolerated(tmp_path, monkeypatch, caplog, code, reason):
     import safetensors.torch
