@@ -16,6 +16,17 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
+@pytest.fixture(autouse=True, scope="session")
+def one_torch_thread():
+    """Tiny models gain nothing from threads, and on a shared 2-core machine two threads can run 10-30x slower."""
+    import torch
+
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
+
+
 @pytest.fixture(scope="session")
 def hub_url(tmp_path_factory):
     """Launch the real hub (``apps.hub.launch``) once for the session and yield its URL."""

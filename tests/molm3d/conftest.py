@@ -9,15 +9,6 @@ from apps.molm3d.pipeline import MoLM3DPipeline
 from apps.molm3d.tiny import build_tiny_snapshot
 
 
-@pytest.fixture(autouse=True, scope="package")
-def one_torch_thread():
-    """Tiny models gain nothing from threads, and on a shared 2-core machine two threads can be much slower."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
-
-
 @pytest.fixture(scope="session")
 def tiny_snapshot(tmp_path_factory):
     return build_tiny_snapshot(tmp_path_factory.mktemp("molm3d-tiny"))

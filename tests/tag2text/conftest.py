@@ -4,20 +4,10 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-import torch
 from PIL import Image
 
 from apps.tag2text.checkpoint import write_tiny_checkpoint
 from apps.tag2text.pipeline import Tag2TextPipeline
-
-
-@pytest.fixture(autouse=True, scope="package")
-def one_torch_thread():
-    """Tiny models gain nothing from threads, and on a shared 2-core machine two threads can run 30x slower."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
 
 
 @pytest.fixture(scope="session")
