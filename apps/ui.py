@@ -45,6 +45,16 @@ def user_errors(fn: Callable) -> Callable:
     return wrapper
 
 
+def model_call(fn: Callable | None = None, *, duration: int = 120) -> Callable:
+    """For handlers that run a model: readable errors, plus a GPU slot on ZeroGPU Spaces (a no-op elsewhere)."""
+    from shared.device import gpu
+
+    def wrap(f: Callable) -> Callable:
+        return gpu(user_errors(f), duration=duration)
+
+    return wrap(fn) if fn is not None else wrap
+
+
 def paper_card(demo: Demo) -> gr.Markdown:
     p = demo.paper
     return gr.Markdown(

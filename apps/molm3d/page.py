@@ -11,7 +11,7 @@ from pathlib import Path
 import gradio as gr
 
 from apps.molm3d.tasks import TASKS, get_task
-from apps.ui import embed_section, gpu_event_kwargs, notice, paper_card, user_errors, weights_dropdown
+from apps.ui import embed_section, gpu_event_kwargs, model_call, notice, paper_card, user_errors, weights_dropdown
 from shared import weights
 from shared.context import DemoContext
 from shared.errors import UserInputError
@@ -146,12 +146,12 @@ def build(ctx: DemoContext) -> gr.Blocks:
         def show(smiles, sdf, seed):
             return page.show(smiles, sdf, seed)[:4]
 
-        @user_errors
+        @model_call
         def ask_with_views(smiles, sdf, task, question, weights_name, seed, progress=gr.Progress()):
             return page.ask(smiles, sdf, task, question, weights_name, seed,
                             lambda fraction, text: progress(fraction, desc=text))
 
-        @user_errors
+        @model_call
         def ask_endpoint(smiles: str, question: str = "") -> dict:
             """Ask 3D-MoLM about a molecule.
 

@@ -11,7 +11,7 @@ from pathlib import Path
 import gradio as gr
 
 from apps.tag2text.images import IMAGE_SUFFIXES, collect_images
-from apps.ui import embed_section, gpu_event_kwargs, notice, paper_card, user_errors, weights_dropdown
+from apps.ui import embed_section, gpu_event_kwargs, model_call, notice, paper_card, user_errors, weights_dropdown
 from shared import weights
 from shared.context import DemoContext
 from shared.errors import UserInputError
@@ -120,7 +120,7 @@ def build(ctx: DemoContext) -> gr.Blocks:
                     with gr.Accordion("Tag scores", open=False):
                         scores = gr.JSON(label="Scores of the shown tags")
 
-            @user_errors
+            @model_call
             def tag_image(image, threshold, user_tags, weights_name, progress=gr.Progress()):
                 """Tag one image and caption it (guided by your tags if you give any).
 
@@ -141,7 +141,7 @@ def build(ctx: DemoContext) -> gr.Blocks:
             table = gr.Dataframe(headers=["file", "tags", "caption"], label="Results", wrap=True, interactive=False)
             downloads = gr.File(label="Download CSV / JSON", file_count="multiple", interactive=False)
 
-            @user_errors
+            @model_call
             def tag_batch(files, threshold, user_tags, weights_name, progress=gr.Progress()):
                 """Tag and caption several images (or a zip); returns a table and CSV/JSON files."""
                 return page.tag_batch(files, threshold, user_tags, weights_name, _progress_callback(progress))

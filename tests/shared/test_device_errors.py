@@ -69,3 +69,22 @@ def test_messages_are_sentences_not_tracebacks():
     import gradio as gr
 
     assert isinstance(err, gr.Error) and err.message == "Run `demohub download x`."
+
+
+def test_model_call_gives_readable_errors_and_zero_gpu_slot(monkeypatch):
+    import gradio as gr
+
+    from apps.ui import model_call
+
+    durations = []
+    monkeypatch.setitem(sys.modules, "spaces", types.SimpleNamespace(
+        GPU=lambda duration: lambda fn: durations.append(duration) or fn))
+    monkeypatch.setenv("SPACES_ZERO_GPU", "1")
+
+    @model_call(duration=30)
+    def run(x):
+        raise UserInputError(f"bad {x}")
+
+    assert durations == [30]
+    with pytest.raises(gr.Error, match="bad 3"):
+        run(3)
