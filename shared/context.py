@@ -16,7 +16,8 @@ def load_pipeline(demo: Demo, ws: WeightSet) -> Any:
 
     folder = weights.resolve(demo.id, ws)
     device = pick_device()
-    return demo.pipeline_class().from_pretrained(folder, device=device, dtype=pick_dtype(device, demo.cpu_dtype))
+    dtype = pick_dtype(device, demo.cpu_dtype, demo.gpu_dtype)
+    return demo.pipeline_class().from_pretrained(folder, device=device, dtype=dtype)
 
 
 @dataclass

@@ -24,9 +24,9 @@ def pick_device() -> str:
     return "cpu"
 
 
-def pick_dtype(device: str | None = None, cpu_dtype: str | None = None):
-    """``DEMOHUB_DTYPE`` if set, else bf16 (or fp16 where bf16 is unsupported) on GPU, and on CPU fp32 unless the
-    demo asks for ``cpu_dtype`` (a 7B model does not fit in RAM in fp32)."""
+def pick_dtype(device: str | None = None, cpu_dtype: str | None = None, gpu_dtype: str | None = None):
+    """``DEMOHUB_DTYPE`` if set; else on GPU the demo's ``gpu_dtype`` or bf16 (fp16 where bf16 is unsupported),
+    and on CPU fp32 unless the demo asks for ``cpu_dtype`` (a 7B model does not fit in RAM in fp32)."""
     import torch
 
     forced = os.environ.get("DEMOHUB_DTYPE")
@@ -36,6 +36,8 @@ def pick_dtype(device: str | None = None, cpu_dtype: str | None = None):
         except KeyError:
             raise ValueError(f"DEMOHUB_DTYPE={forced!r} is not one of {sorted(_DTYPES)}") from None
     device = device or pick_device()
+    if device.startswith("cuda") and gpu_dtype:
+        return getattr(torch, _DTYPES[gpu_dtype])
     if device.startswith("cuda"):
         return torch.bfloat16 if torch.cuda.is_bf16_supported() else torch.float16
     if device.startswith("mps"):

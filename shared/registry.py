@@ -54,6 +54,7 @@ class Demo:
     suggested_hardware: str = "cpu-basic"
     requirements: tuple[str, ...] = field(default_factory=tuple)
     cpu_dtype: str | None = None  # e.g. "bfloat16" for models too large for fp32 in RAM
+    gpu_dtype: str | None = None  # e.g. "float16" where the official weights were released for fp16 inference
 
     def weight_set(self, name: str | None = None) -> WeightSet:
         if name is None:

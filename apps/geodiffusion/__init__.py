@@ -25,17 +25,20 @@ DEMO = Demo(
     emoji="🚗",
     suggested_hardware="a10g-small",
     weight_sets=tuple(
-        WeightSet(name, f"Official GeoDiffusion checkpoint {name}.", repo_id=f"KaiChen1998/geodiffusion-{name}",
-                  allow_patterns=_SD_FILES, size_bytes=size, license="apache-2.0")
-        for name, size in (
-            ("nuimages-256x256", 5_000_000_000),
-            ("nuimages-512x512", 5_500_000_000),
-            ("nuimages-time-weather-512x512", 5_500_000_000),
-            ("coco-stuff-256x256", 5_000_000_000),
-            ("coco-stuff-512x512", 5_000_000_000),
+        WeightSet(name, f"Official GeoDiffusion checkpoint {name}: {what}.", repo_id=f"KaiChen1998/geodiffusion-{name}",
+                  allow_patterns=_SD_FILES, size_bytes=size, license="mit")
+        # Sizes: UNet 3.44 GB + VAE 0.17 GB + text encoder 0.69 GB (256-grid) or 1.30 GB (512-grid), fp32 .bin.
+        for name, size, what in (
+            ("nuimages-256x256", 4_300_000_000, "nuImages driving scenes, 256x256, 256x256 location grid"),
+            ("nuimages-512x512", 4_910_000_000, "nuImages driving scenes, 512x512, 512x512 location grid"),
+            ("nuimages-time-weather-512x512", 4_910_000_000,
+             "nuImages driving scenes with time of day and weather, 512x512"),
+            ("coco-stuff-256x256", 4_300_000_000, "COCO-Stuff scenes, 256x256, 256x256 location grid"),
+            ("coco-stuff-512x512", 4_300_000_000, "COCO-Stuff scenes, 512x512 images, 256x256 location grid"),
         )
     ),
     pipeline="apps.geodiffusion.pipeline:GeoDiffusionPipeline",
     page="apps.geodiffusion.page",
-    requirements=("diffusers>=0.30", "transformers>=4.50"),
+    requirements=("diffusers>=0.30", "transformers>=4.50", "accelerate>=0.30"),
+    gpu_dtype="float16",  # Stable Diffusion 1.5 fine-tunes, released and evaluated in fp16
 )

@@ -26,6 +26,7 @@ def test_gpu_dtype_prefers_bf16(monkeypatch):
     assert device.pick_dtype("cuda") is torch.bfloat16
     monkeypatch.setattr(torch.cuda, "is_bf16_supported", lambda: False)
     assert device.pick_dtype("cuda:0") is torch.float16
+    assert device.pick_dtype("cuda", gpu_dtype="float16") is torch.float16
 
 
 def test_env_overrides(monkeypatch):

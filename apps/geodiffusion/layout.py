@@ -1,0 +1,287 @@
+"""Layouts in the official input format, their validation, and the exact GeoDiffusion prompt.
+
+A layout is ``{"bbox": [[label, x1, y1, x2, y2], ...], "camera": ..., "timeofday": ..., "weather": ...}`` with
+corners in [0, 1] (top-left, bottom-right). Box corners become location tokens ``<lN>`` on the checkpoint's grid:
+``x_d = int(round(x * (Wb - 1)))``, ``y_d = int(round(y * (Hb - 1)))``, ``N = y_d * Wb + x_d`` (row-major, Python's
+round-half-even), and each box reads ``"<class text> <l{top-left}> <l{bottom-right}>"``.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import random
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from shared.errors import UserInputError
+
+NUIMAGES_CLASSES = ("car", "truck", "trailer", "bus", "construction_vehicle", "bicycle", "motorcycle", "pedestrian",
+                    "traffic_cone", "barrier")
+COCO_STUFF_CLASSES = (
+    "person", "bicycle", "car", "motorcycle", "airplane", "bus", "train", "truck", "boat", "traffic light",
+    "fire hydrant", "stop sign", "parking meter", "bench", "bird", "cat", "dog", "horse", "sheep", "cow",
+    "elephant", "bear", "zebra", "giraffe", "backpack", "umbrella", "handbag", "tie", "suitcase", "frisbee",
+    "skis", "snowboard", "sports ball", "kite", "baseball bat", "baseball glove", "skateboard", "surfboard",
+    "tennis racket", "bottle", "wine glass", "cup", "fork", "knife", "spoon", "bowl", "banana", "apple", "sandwich",
+    "orange", "broccoli", "carrot", "hot dog", "pizza", "donut", "cake", "chair", "couch", "potted plant", "bed",
+    "dining table", "toilet", "tv", "laptop", "mouse", "remote", "keyboard", "cell phone", "microwave", "oven",
+    "toaster", "sink", "refrigerator", "book", "clock", "vase", "scissors", "teddy bear", "hair drier", "toothbrush",
+    "banner", "blanket", "branch", "bridge", "building-other", "bush", "cabinet", "cage", "cardboard", "carpet",
+    "ceiling-other", "ceiling-tile", "cloth", "clothes", "clouds", "counter", "cupboard", "curtain", "desk-stuff",
+    "dirt", "door-stuff", "fence", "floor-marble", "floor-other", "floor-stone", "floor-tile", "floor-wood", "flower",
+    "fog", "food-other", "fruit", "furniture-other", "grass", "gravel", "ground-other", "hill", "house", "leaves",
+    "light", "mat", "metal", "mirror-stuff", "moss", "mountain", "mud", "napkin", "net", "paper", "pavement", "pillow",
+    "plant-other", "plastic", "platform", "playingfield", "railing", "railroad", "river", "road", "rock", "roof", "rug",
+    "salad", "sand", "sea", "shelf", "sky-other", "skyscraper", "snow", "solid-other", "stairs", "stone", "straw",
+    "structural-other", "table", "tent", "textile-other", "towel", "tree", "vegetable", "wall-brick", "wall-concrete",
+    "wall-other", "wall-panel", "wall-stone", "wall-tile", "wall-wood", "water-other", "waterdrops", "window-blind",
+    "window-other", "wood", "other",
+)
+# Class name -> the words the model was trained on.
+CLASS_TEXT = {
+    "nuimages": {**{c: c for c in NUIMAGES_CLASSES}, "construction_vehicle": "construction", "traffic_cone": "cone"},
+    "coco_stuff": {c: c.replace("-", " ") for c in COCO_STUFF_CLASSES},
+}
+CLASSES = {"nuimages": NUIMAGES_CLASSES, "coco_stuff": COCO_STUFF_CLASSES}
+CAMERAS = ("front", "front left", "front right", "back", "back left", "back right")
+TIMES_OF_DAY = ("daytime", "night")
+WEATHERS = ("sunny", "rain")
+DEFAULTS = {"camera": "front", "timeofday": "daytime", "weather": "sunny"}
+MAX_STEPS = 200
+MAX_IMAGES = 8
+
+
+@dataclass(frozen=True)
+class GenerationConfig:
+    """The fields of a checkpoint's ``generation_config.json`` that inference reads."""
+
+    dataset: str
+    prompt_template: str
+    num_bucket_per_side: tuple[int, int]
+    cfg_scale: float
+    num_inference_steps: int
+    max_num_bbox: int
+    width: int
+    height: int
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any], default_size: int = 512) -> GenerationConfig:
+        dataset = data["dataset"]
+        if dataset not in CLASSES:
+            raise ValueError(f"generation_config.json names dataset {dataset!r}; expected one of {sorted(CLASSES)}")
+        size = int(data.get("width", data.get("height", default_size)))
+        return cls(dataset=dataset, prompt_template=data["prompt_template"],
+                   num_bucket_per_side=tuple(int(v) for v in data["num_bucket_per_side"]),
+                   cfg_scale=float(data["cfg_scale"]), num_inference_steps=int(data["num_inference_steps"]),
+                   max_num_bbox=int(data["max_num_bbox"]), width=size, height=int(data.get("height", size)))
+
+    @classmethod
+    def from_file(cls, path: str | Path) -> GenerationConfig:
+        return cls.from_dict(json.loads(Path(path).read_text(encoding="utf-8")))
+
+    @property
+    def classes(self) -> tuple[str, ...]:
+        return CLASSES[self.dataset]
+
+    @property
+    def num_location_tokens(self) -> int:
+        return self.num_bucket_per_side[0] * self.num_bucket_per_side[1]
+
+    @property
+    def uses_camera(self) -> bool:
+        return "{camera}" in self.prompt_template
+
+    @property
+    def uses_time_weather(self) -> bool:
+        return "{timeofday}" in self.prompt_template or "{weather}" in self.prompt_template
+
+
+def load_generation_config(folder: str | Path) -> GenerationConfig:
+    """A checkpoint's ``generation_config.json``. A missing grid is read off the text encoder's vocabulary
+    (49408 + Wb*Hb, square), a missing image size off the UNet's sample size (latents are 1/8 of the image)."""
+    folder = Path(folder)
+    data = json.loads((folder / "generation_config.json").read_text(encoding="utf-8"))
+    text_encoder = folder / "text_encoder" / "config.json"
+    if "num_bucket_per_side" not in data and text_encoder.is_file():
+        vocab_size = int(json.loads(text_encoder.read_text(encoding="utf-8"))["vocab_size"])
+        side = int(round((vocab_size - 49408) ** 0.5))
+        data["num_bucket_per_side"] = [side, side]
+    default_size = 512
+    unet = folder / "unet" / "config.json"
+    if unet.is_file():
+        default_size = 8 * int(json.loads(unet.read_text(encoding="utf-8")).get("sample_size", 64))
+    return GenerationConfig.from_dict(data, default_size)
+
+
+def _config(dataset: str, grid: int, size: int, cfg: float, steps: int, template: str) -> GenerationConfig:
+    max_boxes = 22 if dataset == "nuimages" else 18
+    return GenerationConfig(dataset, template, (grid, grid), cfg, steps, max_boxes, size, size)
+
+
+_NUIMAGES = "A driving scene image of {camera} camera with {bbox}"
+_COCO = "An image with {bbox}"
+# The released generation_config.json of each official checkpoint (fact sheet), so a page can show the right controls
+# before any weights are on disk. The nuimages-512x512 text is unconfirmed: the 256 config with the 512 grid.
+KNOWN_CONFIGS = {
+    "nuimages-256x256": _config("nuimages", 256, 256, 5.0, 100, _NUIMAGES),
+    "nuimages-512x512": _config("nuimages", 512, 512, 5.0, 100, _NUIMAGES),
+    "nuimages-time-weather-512x512": _config(
+        "nuimages", 512, 512, 5.0, 100,
+        "A {timeofday} {weather} driving scene image of {camera} camera with {bbox}"),
+    "coco-stuff-256x256": _config("coco_stuff", 256, 256, 4.0, 50, _COCO),
+    "coco-stuff-512x512": _config("coco_stuff", 256, 512, 4.5, 50, _COCO),
+}
+
+
+@dataclass(frozen=True)
+class Box:
+    label: str  # the dataset's class name (construction_vehicle, sky-other), not the prompt text
+    x1: float
+    y1: float
+    x2: float
+    y2: float
+
+    def as_list(self) -> list:
+        return [self.label, self.x1, self.y1, self.x2, self.y2]
+
+
+@dataclass(frozen=True)
+class Layout:
+    boxes: tuple[Box, ...] = ()
+    camera: str = DEFAULTS["camera"]
+    timeofday: str = DEFAULTS["timeofday"]
+    weather: str = DEFAULTS["weather"]
+    extra: dict = field(default_factory=dict, compare=False)
+
+    def as_dict(self) -> dict[str, Any]:
+        """The official input format."""
+        return {"bbox": [b.as_list() for b in self.boxes], "camera": self.camera, "timeofday": self.timeofday,
+                "weather": self.weather}
+
+    def to_json(self) -> str:
+        return json.dumps(self.as_dict())
+
+
+def _aliases(dataset: str) -> dict[str, str]:
+    """Accepted spellings (class name, prompt text, any case, _ or - or space) -> class name."""
+    table: dict[str, str] = {}
+    for name, text in CLASS_TEXT[dataset].items():
+        for spelling in (name, text, name.replace("_", " "), name.replace("-", " ")):
+            table.setdefault(spelling.lower(), name)
+    return table
+
+
+MAX_LAYOUT_CHARS = 20_000
+LAYOUT_KEYS = {"bbox", "camera", "timeofday", "weather"}
+
+
+def parse_layout(data: str | dict | Layout, config: GenerationConfig) -> Layout:
+    """Validate a layout (JSON text, dict or Layout) against a checkpoint; raise UserInputError saying what to fix."""
+    if isinstance(data, Layout):
+        data = data.as_dict()
+    if isinstance(data, str):
+        text = data.strip()
+        if len(text) > MAX_LAYOUT_CHARS:
+            raise UserInputError(f"The layout JSON is {len(text):,} characters long; a layout of at most "
+                                 f"{config.max_num_bbox} boxes fits in {MAX_LAYOUT_CHARS:,}.")
+        if not text:
+            data = {"bbox": []}
+        else:
+            try:
+                data = json.loads(text)
+            except json.JSONDecodeError as error:
+                raise UserInputError(
+                    f"The layout is not valid JSON ({error.msg} at line {error.lineno}, column {error.colno}). "
+                    'Write it like {"camera": "front", "bbox": [["car", 0.1, 0.4, 0.3, 0.6]]}.') from None
+    if isinstance(data, list):
+        data = {"bbox": data}
+    if not isinstance(data, dict):
+        raise UserInputError('The layout must be a JSON object such as {"bbox": [["car", 0.1, 0.4, 0.3, 0.6]]}.')
+    unknown = sorted(set(data) - LAYOUT_KEYS)
+    if unknown:
+        raise UserInputError(f"Unknown layout field(s) {', '.join(map(repr, unknown[:5]))}; a layout has only "
+                             f"{', '.join(sorted(LAYOUT_KEYS))}.")
+    raw_boxes = data.get("bbox", [])
+    if raw_boxes is None:
+        raw_boxes = []
+    if not isinstance(raw_boxes, list):
+        raise UserInputError('"bbox" must be a list of boxes, each [label, x1, y1, x2, y2].')
+    if len(raw_boxes) > config.max_num_bbox:
+        raise UserInputError(
+            f"This checkpoint takes at most {config.max_num_bbox} boxes, but the layout has {len(raw_boxes)}; "
+            f"remove {len(raw_boxes) - config.max_num_bbox}.")
+    aliases = _aliases(config.dataset)
+    boxes = tuple(_parse_box(i, raw, aliases, config) for i, raw in enumerate(raw_boxes))
+    values = {}
+    for key, allowed, used in (("camera", CAMERAS, config.uses_camera), ("timeofday", TIMES_OF_DAY,
+                               config.uses_time_weather), ("weather", WEATHERS, config.uses_time_weather)):
+        value = data.get(key)
+        if value is None or (isinstance(value, str) and not value.strip()):
+            value = DEFAULTS[key]
+        value = str(value).strip().lower().replace("_", " ")
+        if used and value not in allowed:
+            raise UserInputError(f"{key} must be one of {', '.join(allowed)}; got {value!r}.")
+        values[key] = value
+    extra = {k: v for k, v in data.items() if k not in ("bbox", "camera", "timeofday", "weather")}
+    return Layout(boxes=boxes, extra=extra, **values)
+
+
+def _parse_box(index: int, raw: Any, aliases: dict[str, str], config: GenerationConfig) -> Box:
+    where = f"Box {index + 1}"
+    if not isinstance(raw, (list, tuple)) or len(raw) != 5:
+        raise UserInputError(f"{where} must be [label, x1, y1, x2, y2]; got {raw!r}.")
+    label, *coords = raw
+    if not isinstance(label, str) or label.strip().lower() not in aliases:
+        examples = ", ".join(config.classes[:6])
+        raise UserInputError(
+            f"{where} has label {label!r}, which the {config.dataset} checkpoint does not know; "
+            f"use one of its {len(config.classes)} classes (e.g. {examples}).")
+    try:
+        x1, y1, x2, y2 = (float(v) for v in coords)
+    except (TypeError, ValueError):
+        raise UserInputError(f"{where} ({label}): coordinates must be numbers; got {coords!r}.") from None
+    if not all(math.isfinite(v) and 0.0 <= v <= 1.0 for v in (x1, y1, x2, y2)):
+        raise UserInputError(
+            f"{where} ({label}): coordinates must be fractions of the image size between 0 and 1; "
+            f"got {[x1, y1, x2, y2]}.")
+    if x2 <= x1 or y2 <= y1:
+        raise UserInputError(
+            f"{where} ({label}): the bottom-right corner must lie right of and below the top-left one "
+            f"(x2 > x1 and y2 > y1); got x1={x1}, y1={y1}, x2={x2}, y2={y2}.")
+    return Box(aliases[label.strip().lower()], x1, y1, x2, y2)
+
+
+def location_token(x: float, y: float, num_bucket_per_side: tuple[int, int]) -> str:
+    """``<lN>`` for a point: round-half-even onto the grid, row-major."""
+    wb, hb = num_bucket_per_side
+    return f"<l{int(round(y * (hb - 1))) * wb + int(round(x * (wb - 1)))}>"
+
+
+def box_phrases(layout: Layout, config: GenerationConfig) -> list[str]:
+    """One ``"<class text> <l..> <l..>"`` phrase per box, in the layout's order."""
+    text = CLASS_TEXT[config.dataset]
+    grid = config.num_bucket_per_side
+    return [f"{text[b.label]} {location_token(b.x1, b.y1, grid)} {location_token(b.x2, b.y2, grid)}"
+            for b in layout.boxes]
+
+
+def box_order(n: int, shuffle_seed: int | None) -> list[int]:
+    """The order boxes appear in the prompt: as given, or a reproducible shuffle (training shuffles too)."""
+    order = list(range(n))
+    if shuffle_seed is not None:
+        random.Random(shuffle_seed).shuffle(order)
+    return order
+
+
+def encode_prompt(layout: str | dict | Layout, generation_config: GenerationConfig | dict,
+                  shuffle_seed: int | None = None) -> str:
+    """The exact prompt the official code builds for ``layout`` (``prompt_template.format(**layout)``)."""
+    config = generation_config if isinstance(generation_config, GenerationConfig) else \
+        GenerationConfig.from_dict(generation_config)
+    layout = parse_layout(layout, config)
+    phrases = box_phrases(layout, config)
+    bbox = " ".join(phrases[i] for i in box_order(len(phrases), shuffle_seed))
+    return config.prompt_template.format(bbox=bbox, camera=layout.camera, timeofday=layout.timeofday,
+                                         weather=layout.weather)

@@ -1,0 +1,131 @@
+"""The canvas layout editor in Debian Chromium: draw, move and delete boxes; the JSON box and editor stay in sync."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from apps.geodiffusion import DEMO
+from apps.geodiffusion.page import build
+from shared.context import DemoContext
+from shared.pool import ModelPool
+from tests.conftest import free_port
+from tests.geodiffusion.tiny_checkpoint import install_in_hf_cache
+
+pytestmark = pytest.mark.browser
+CHROMIUM = "/usr/bin/chromium"
+
+
+@pytest.fixture(scope="module")
+def page_url(tmp_path_factory, coco_checkpoint):
+    """The page alone, offline, with only the tiny COCO-Stuff checkpoint in the HF cache (so it is the default)."""
+    mp = pytest.MonkeyPatch()
+    cache = tmp_path_factory.mktemp("hub")
+    install_in_hf_cache(coco_checkpoint, cache, "KaiChen1998/geodiffusion-coco-stuff-256x256")
+    mp.setenv("HF_HUB_OFFLINE", "1")
+    mp.setenv("HF_HUB_CACHE", str(cache))
+    mp.setenv("DEMOHUB_DEVICE", "cpu")
+    mp.delenv("DEMOHUB_CHECKPOINTS", raising=False)
+    mp.delenv("DEMOHUB_DTYPE", raising=False)
+    blocks = build(DemoContext(DEMO, ModelPool(budget_bytes=10**9)))
+    _, url, _ = blocks.launch(server_port=free_port(), prevent_thread_lock=True, quiet=True)
+    yield url
+    blocks.close()
+    mp.undo()
+
+
+@pytest.fixture(scope="module")
+def browser_page(browser, page_url):
+    context = browser.new_context(viewport={"width": 1400, "height": 1600})
+    page = context.new_page()
+    page.errors = []  # uncaught exceptions and console errors (offline: no CDN, no fonts to fetch)
+    page.on("pageerror", lambda e: page.errors.append(str(e)))
+    page.on("console", lambda m: m.type == "error" and page.errors.append(m.text))
+    page.goto(page_url)
+    page.locator("#geo-layout-editor canvas.geo-canvas").wait_for(timeout=60_000)
+    yield page
+    context.close()
+
+
+def layout(page) -> dict:
+    return json.loads(page.locator("#geo-layout-json textarea").input_value())
+
+
+def wait_for_layout(page, predicate, timeout=15_000):
+    page.wait_for_function(
+        "([pred]) => { try { return eval(pred)(JSON.parse(document.querySelector('#geo-layout-json textarea')"
+        ".value)); } catch (e) { return false; } }", arg=[predicate], timeout=timeout)
+
+
+def test_draw_move_and_delete_a_box(browser_page):
+    page = browser_page
+    assert len(layout(page)["bbox"]) == 5  # the first COCO-Stuff example
+    page.locator("#geo-layout-editor button.geo-clear").click()
+    wait_for_layout(page, "(l) => l.bbox.length === 0")
+    start = 0
+    canvas = page.locator("#geo-layout-editor canvas.geo-canvas")
+    box = canvas.bounding_box()
+    page.select_option("#geo-layout-editor select.geo-label", "bus")  # a COCO-Stuff class
+
+    def at(fx, fy):
+        return box["x"] + box["width"] * fx, box["y"] + box["height"] * fy
+
+    page.mouse.move(*at(0.1, 0.1))
+    page.mouse.down()
+    page.mouse.move(*at(0.2, 0.15), steps=4)
+    page.mouse.move(*at(0.3, 0.25), steps=4)
+    page.mouse.up()
+    wait_for_layout(page, f"(l) => l.bbox.length === {start + 1}")
+    assert layout(page)["bbox"][-1] == ["bus", 0.1, 0.1, 0.3, 0.25]
+
+    page.mouse.move(*at(0.2, 0.17))  # drag the new box 0.1 to the right
+    page.mouse.down()
+    page.mouse.move(*at(0.3, 0.17), steps=5)
+    page.mouse.up()
+    wait_for_layout(page, "(l) => l.bbox[l.bbox.length - 1][1] === 0.2")
+    assert layout(page)["bbox"][-1] == ["bus", 0.2, 0.1, 0.4, 0.25]
+
+    page.mouse.move(*at(0.4, 0.25))  # drag its bottom-right corner
+    page.mouse.down()
+    page.mouse.move(*at(0.5, 0.4), steps=5)
+    page.mouse.up()
+    wait_for_layout(page, "(l) => l.bbox[l.bbox.length - 1][3] === 0.5")
+    assert layout(page)["bbox"][-1] == ["bus", 0.2, 0.1, 0.5, 0.4]
+
+    page.locator("#geo-layout-editor button.geo-delete").click()
+    wait_for_layout(page, f"(l) => l.bbox.length === {start}")
+    assert page.errors == []
+
+
+def test_json_edits_redraw_the_editor_and_camera(browser_page):
+    page = browser_page
+    textbox = page.locator("#geo-layout-json textarea")
+    textbox.fill(json.dumps({"bbox": [["truck", 0.5, 0.5, 0.9, 0.9], ["sky-other", 0, 0, 1, 0.2]]}))
+    textbox.blur()
+    status = page.locator("#geo-layout-editor .geo-status")
+    page.wait_for_function("() => document.querySelector('#geo-layout-editor .geo-status').textContent"
+                           ".startsWith('2 box')", timeout=15_000)
+    assert status.inner_text().startswith("2 box")
+    # The preview follows the cached checkpoint's own generation_config.json (the tiny one's 4x4 grid):
+    # 0.5*3 = 1.5 -> 2 and 0.9*3 = 2.7 -> 3, so truck <l10> <l15>; sky-other (1, 0.2) -> y 0.6 -> 1: <l7>.
+    page.wait_for_function("() => document.querySelector('#geo-prompt textarea, #geo-prompt input').value"
+                           " === 'An image with truck <l10> <l15> sky other <l0> <l7>'", timeout=15_000)
+    # "an image with" 3 + "truck <l10> <l15>" 3 + "sky other <l0> <l7>" 4, plus BOS and EOS.
+    page.get_by_text("The prompt uses 12 of CLIP's 77 tokens.").wait_for(timeout=15_000)
+    assert page.errors == []
+
+
+def test_generate_toggle_boxes_and_export(browser_page):
+    page = browser_page
+    page.get_by_role("button", name="Generate", exact=True).click()
+    gallery_image = page.locator("#geo-gallery img").first
+    gallery_image.wait_for(timeout=60_000)
+    page.get_by_text("1 image(s), 64x64").wait_for(timeout=15_000)
+    with_boxes = gallery_image.get_attribute("src")
+    page.get_by_label("Draw layout boxes over the images").uncheck()
+    page.wait_for_function("(src) => { const img = document.querySelector('#geo-gallery img');"
+                           " return img && img.getAttribute('src') !== src; }", arg=with_boxes, timeout=15_000)
+    page.get_by_role("button", name="Export as COCO dataset").click()
+    page.locator("#geo-export a[href*='geodiffusion_coco.zip']").first.wait_for(timeout=30_000)
+    assert page.errors == []
