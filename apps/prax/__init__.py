@@ -40,5 +40,5 @@ DEMO = Demo(
     ),
     pipeline="apps.prax.pipeline:PraxPipeline",
     page="apps.prax.page",
-    requirements=("transformers>=4.50", "regex>=2024.0"),
+    requirements=("transformers>=4.50", "regex>=2024.0", "greenery>=4.2"),
 )

@@ -1,0 +1,77 @@
+"""Score a listener on a spec file: ``demohub eval prax --weights SET --specs FILE.json [--samples N] [--limit M]``.
+
+The file is a JSON list of ``{"program": ..., "examples": [{"string": ..., "label": "+"|"-"}]}``. A spec counts
+as top-1 (top-10) when the first (any of the first ten) ranked candidates is equivalent to the program as an
+automaton (``apps.prax.equivalence``). The last output line is one JSON object ``{"n", "top1", "top10", ...}``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+
+from shared.errors import DemoHubError, UserInputError
+
+
+def load_specs(path: str | Path, limit: int | None = None) -> list[dict]:
+    try:
+        rows = json.loads(Path(path).read_text())
+    except FileNotFoundError:
+        raise UserInputError(f"The spec file {path} does not exist.") from None
+    except json.JSONDecodeError as error:
+        raise UserInputError(f"The spec file {path} is not valid JSON ({error}).") from None
+    if not isinstance(rows, list) or not all(isinstance(r, dict) and "program" in r and "examples" in r for r in rows):
+        raise UserInputError(f"The spec file {path} must be a JSON list of {{\"program\", \"examples\"}} objects.")
+    return rows[:limit] if limit else rows
+
+
+def score(pipeline, specs: list[dict], num_samples: int = 100, batch_size: int = 16, seed: int = 0) -> dict:
+    """Top-1 / top-10 success (automata equivalence) of ``pipeline`` on ``specs``."""
+    from apps.prax import dsl
+    from apps.prax.equivalence import equivalent
+
+    top1 = top10 = no_guess = 0
+    start = time.time()
+    for b in range(0, len(specs), batch_size):
+        batch = specs[b:b + batch_size]
+        examples = [dsl.validate_examples(s["examples"], allow_empty=True) for s in batch]
+        results = pipeline.synthesize_batch(examples, k=10, num_samples=num_samples, seed=seed + b, validate=False)
+        for spec, result in zip(batch, results, strict=True):
+            hits = [equivalent(c.program, spec["program"]) for c in result.candidates[:10]]
+            no_guess += not result.candidates
+            top1 += bool(hits[:1] and hits[0])
+            top10 += any(hits)
+    n = len(specs)
+    return {"n": n, "top1": round(top1 / n, 4) if n else 0.0, "top10": round(top10 / n, 4) if n else 0.0,
+            "no_guess": no_guess, "samples": num_samples, "seconds": round(time.time() - start, 1)}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="demohub eval prax", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--weights", default="tiny-pragmatic", help="weight set name (see `demohub list`)")
+    parser.add_argument("--specs", required=True, help="JSON list of {program, examples}")
+    parser.add_argument("--samples", type=int, default=100, help="listener samples per spec (upstream: 500)")
+    parser.add_argument("--limit", type=int, default=None, help="score only the first M specs")
+    parser.add_argument("--seed", type=int, default=0)
+    args = parser.parse_args(argv)
+    try:
+        from apps.prax import DEMO
+        from apps.prax.pipeline import PraxPipeline
+        from shared import weights
+
+        ws = DEMO.weight_set(args.weights)
+        specs = load_specs(args.specs, args.limit)
+        pipeline = PraxPipeline.from_pretrained(weights.resolve(DEMO.id, ws))
+        result = score(pipeline, specs, num_samples=args.samples, seed=args.seed)
+    except DemoHubError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+    print(json.dumps({**result, "weights": args.weights, "specs": str(args.specs)}))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
