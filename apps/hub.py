@@ -156,6 +156,7 @@ def launch(host: str = "127.0.0.1", port: int | None = None, share: bool = False
     hub.queue(default_concurrency_limit=gpu_event_kwargs()["concurrency_limit"])
     return hub, hub.launch(
         server_name=host, server_port=port, share=share, prevent_thread_lock=prevent_thread_lock,
+        show_error=True,  # Gradio's own input checks (wrong types through the API) then say what was wrong
         theme=theme(), css=CSS, footer_links=["api", "settings"], quiet=prevent_thread_lock,
     )
 

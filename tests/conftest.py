@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 import socket
 
 import pytest
@@ -40,3 +41,20 @@ def hub_url(tmp_path_factory):
     yield url.rstrip("/")
     blocks.close()
     mp.undo()
+
+
+CHROMIUM = "/usr/bin/chromium"
+
+
+@pytest.fixture(scope="session")
+def browser():
+    """One Debian Chromium for the whole session (Playwright's sync API allows one driver at a time)."""
+    if not shutil.which(CHROMIUM):
+        pytest.fail(f"{CHROMIUM} is missing: install Debian's chromium (`apt-get install -y chromium`); .ci/run does.")
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        b = p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox", "--disable-background-networking",
+                                                              "--disable-gpu", "--disable-component-update"])
+        yield b
+        b.close()

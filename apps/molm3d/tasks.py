@@ -9,6 +9,7 @@ import re
 from dataclasses import dataclass
 
 from shared.errors import UserInputError
+from shared.validation import check_text
 
 NUM_MOL_TOKENS = 8
 MOL_TOKEN = "<mol>"
@@ -19,6 +20,7 @@ PROMPT_TEMPLATE = (
 )
 MAX_PROMPT_SMILES = 96
 MAX_DESCRIPTION_INSTRUCTION = 64
+MAX_QUESTION_CHARS = 2000  # longer is cut to 64 characters anyway; refuse payloads, not questions
 PROPERTY_SUFFIX = "If uncertain, provide an estimate. Respond with the numerical value only."
 NUMBER = re.compile(r"-?\d+\.\d+")
 
@@ -73,7 +75,7 @@ def instruction_for(task: Task, question: str | None = None) -> tuple[str, list[
         return "Describe the input molecule.", notes
     if task.numeric:
         return f"What is the {task.property_name} of this molecule? {PROPERTY_SUFFIX}", notes
-    question = " ".join((question or "").split())
+    question = " ".join(check_text(question or "", "The question", MAX_QUESTION_CHARS, allow_newlines=True).split())
     if not question:
         raise UserInputError("The question is empty: type a question about the molecule, or pick the "
                              "'Describe the molecule' task.")

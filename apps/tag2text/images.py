@@ -57,6 +57,8 @@ def _open(source: Any, name: str) -> Image.Image:
         except UnidentifiedImageError:
             raise UserInputError(f"{name} is not an image Tag2Text can read; "
                                  "upload a JPEG, PNG or WebP file.") from None
+        except (OSError, SyntaxError, ValueError) as error:  # e.g. a JPEG cut inside its headers
+            raise UserInputError(_damaged(name, error)) from None
         return image
     if isinstance(source, np.ndarray):
         array = source
@@ -76,6 +78,11 @@ def _open(source: Any, name: str) -> Image.Image:
 def _too_big(name: str) -> str:
     return (f"{name} is too large to process safely (over {MAX_PIXELS // 1_000_000} megapixels); "
             "resize it below that and try again.")
+
+
+def _damaged(name: str, error: BaseException) -> str:
+    return (f"{name} is damaged or incomplete and could not be decoded ({error}); "
+            "re-save or re-download it and try again.")
 
 
 def _to_rgb(image: Image.Image) -> Image.Image:
@@ -111,8 +118,7 @@ def load_image(source: Any, name: str = "The image") -> Image.Image:
         image = ImageOps.exif_transpose(image) or image
         return _to_rgb(image)
     except (OSError, SyntaxError, ValueError) as error:
-        raise UserInputError(f"{name} is damaged or incomplete and could not be decoded ({error}); "
-                             "re-save or re-download it and try again.") from None
+        raise UserInputError(_damaged(name, error)) from None
 
 
 def preprocess(images: list[Image.Image], size: int) -> np.ndarray:

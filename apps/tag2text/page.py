@@ -129,10 +129,14 @@ def build(ctx: DemoContext) -> gr.Blocks:
                     threshold: tags scoring above this are shown (0-1; official default 0.68).
                     user_tags: optional comma-separated tags that steer the caption.
                 """
+                if isinstance(image, dict):  # raw upload (preprocess=False): our reader checks the file, not PIL's
+                    image = image.get("path")
                 return page.tag_image(image, threshold, user_tags, weights_name, _progress_callback(progress))
 
+            # preprocess=False: Gradio's own image preprocessing would open the file with PIL first and turn a
+            # truncated file or a decompression bomb into an unreadable error; our reader gives a clear one.
             run.click(tag_image, [image, threshold, user_tags, selected], [chips, caption, echoed, scores],
-                      api_name="tag_image", **gpu_event_kwargs())
+                      api_name="tag_image", preprocess=False, **gpu_event_kwargs())
         with gr.Tab("Batch"):
             files = gr.File(label="Images or a zip of images", file_count="multiple",
                             file_types=sorted(IMAGE_SUFFIXES) + [".zip"])

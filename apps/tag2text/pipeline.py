@@ -23,6 +23,7 @@ from apps.tag2text.decoding import beam_search
 from apps.tag2text.images import MAX_BATCH, load_image, preprocess
 from apps.tag2text.model import Tag2Text
 from shared.errors import UserInputError
+from shared.validation import check_text
 
 DEC, ENC = "[DEC]", "[ENC]"
 NO_TAGS = {"", "none"}  # upstream treats '', 'none' and 'None' as "no user tags"
@@ -71,6 +72,7 @@ def parse_user_tags(text: str | Sequence[str] | None) -> list[str]:
         return []
     if len(text) > 1000:
         raise UserInputError("Your tags are over 1,000 characters; give a few comma-separated tags instead.")
+    check_text(text, "Your tags", 1000)
     return [t.strip() for t in text.split(",") if t.strip()]
 
 

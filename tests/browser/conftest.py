@@ -1,21 +1,4 @@
-import shutil
-
 import pytest
-
-CHROMIUM = "/usr/bin/chromium"
-
-
-@pytest.fixture(scope="session")
-def browser():
-    if not shutil.which(CHROMIUM):
-        pytest.fail(f"{CHROMIUM} is missing: install Debian's chromium (`apt-get install -y chromium`); .ci/run does.")
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as p:
-        b = p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox", "--disable-background-networking",
-                                                              "--disable-gpu", "--disable-component-update"])
-        yield b
-        b.close()
 
 
 @pytest.fixture

@@ -3,8 +3,6 @@ console errors; a model question without weights shows the download hint as a to
 
 from __future__ import annotations
 
-import shutil
-
 import pytest
 
 from apps.molm3d import DEMO
@@ -31,37 +29,31 @@ def page_url(tmp_path, monkeypatch):
     demo.close()
 
 
-def test_viewer_in_chromium(page_url):
-    if not shutil.which(CHROMIUM):
-        pytest.fail(f"{CHROMIUM} is missing: install Debian's chromium (`apt-get install -y chromium`).")
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox", "--disable-gpu"])
-        pg = browser.new_page()
-        errors = []
-        pg.on("console", lambda m: m.type == "error" and errors.append(m.text))
-        pg.on("pageerror", lambda e: errors.append(str(e)))
-        pg.goto(page_url)
-        svg = pg.locator(".molm3d-viewer svg")
-        pg.wait_for_selector(".molm3d-viewer svg circle", timeout=30_000)
-        assert svg.locator("circle").count() == 13  # aspirin, the default molecule
-        before = svg.inner_html()
-        pg.wait_for_timeout(300)
-        assert svg.inner_html() != before  # spinning
-        box = svg.bounding_box()
-        pg.mouse.move(box["x"] + 100, box["y"] + 100)
-        pg.mouse.down()
-        pg.mouse.move(box["x"] + 200, box["y"] + 150, steps=5)
-        pg.mouse.up()
-        dragged = svg.inner_html()
-        pg.wait_for_timeout(300)
-        assert svg.inner_html() == dragged != before  # rotated by the drag, then still
-        pg.fill("textarea >> nth=0", "CN1C=NC2=C1C(=O)N(C(=O)N2C)C")
-        pg.keyboard.press("Enter")
-        pg.wait_for_function("document.querySelectorAll('.molm3d-viewer svg circle').length == 14", timeout=20_000)
-        pg.get_by_role("button", name="Ask 3D-MoLM").click()
-        toast = pg.get_by_text("HF_HUB_OFFLINE=1 is set", exact=False).first  # the toast, not the page notice
-        toast.wait_for(timeout=20_000)
-        browser.close()
+def test_viewer_in_chromium(browser, page_url):
+    pg = browser.new_page()
+    errors = []
+    pg.on("console", lambda m: m.type == "error" and errors.append(m.text))
+    pg.on("pageerror", lambda e: errors.append(str(e)))
+    pg.goto(page_url)
+    svg = pg.locator(".molm3d-viewer svg")
+    pg.wait_for_selector(".molm3d-viewer svg circle", timeout=30_000)
+    assert svg.locator("circle").count() == 13  # aspirin, the default molecule
+    before = svg.inner_html()
+    pg.wait_for_timeout(300)
+    assert svg.inner_html() != before  # spinning
+    box = svg.bounding_box()
+    pg.mouse.move(box["x"] + 100, box["y"] + 100)
+    pg.mouse.down()
+    pg.mouse.move(box["x"] + 200, box["y"] + 150, steps=5)
+    pg.mouse.up()
+    dragged = svg.inner_html()
+    pg.wait_for_timeout(300)
+    assert svg.inner_html() == dragged != before  # rotated by the drag, then still
+    pg.fill("textarea >> nth=0", "CN1C=NC2=C1C(=O)N(C(=O)N2C)C")
+    pg.keyboard.press("Enter")
+    pg.wait_for_function("document.querySelectorAll('.molm3d-viewer svg circle').length == 14", timeout=20_000)
+    pg.get_by_role("button", name="Ask 3D-MoLM").click()
+    toast = pg.get_by_text("HF_HUB_OFFLINE=1 is set", exact=False).first  # the toast, not the page notice
+    toast.wait_for(timeout=20_000)
+    pg.close()
     assert errors == []

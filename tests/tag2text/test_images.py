@@ -150,3 +150,12 @@ def test_batch_size_limit(tmp_path):
             zf.writestr(f"{i}.png", small)
     with pytest.raises(UserInputError, match=f"At most {MAX_BATCH}"):
         collect_images([path])
+
+
+def test_jpeg_cut_inside_its_headers_is_refused():
+    from io import BytesIO
+
+    buffer = BytesIO()
+    Image.new("RGB", (64, 64), (200, 30, 30)).save(buffer, "JPEG")
+    with pytest.raises(UserInputError, match="damaged or incomplete"):
+        load_image(buffer.getvalue()[: len(buffer.getvalue()) // 3])

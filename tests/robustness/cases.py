@@ -1,0 +1,162 @@
+"""Bad inputs per demo endpoint: (case id, api_name, args, words the error message must contain).
+
+Payload files (binary, truncated, huge-header images) are written by ``make_files`` into a temp dir and named here
+by the placeholder ``{file:NAME}``.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import struct
+import zlib
+from pathlib import Path
+
+from PIL import Image
+
+LONG = "a" * 101
+ODD_UNICODE = "\u202e\u200b\U0001F600\x00"
+
+
+def _png_header(width: int, height: int) -> bytes:
+    """A PNG whose header claims width x height (the pixel data is never decoded)."""
+    def chunk(kind: bytes, data: bytes) -> bytes:
+        return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
+
+    ihdr = struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0)
+    return b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", ihdr) + chunk(b"IDAT", zlib.compress(b"\0" * 16)) + chunk(b"IEND", b"")
+
+
+def make_files(folder: Path) -> dict[str, Path]:
+    folder.mkdir(parents=True, exist_ok=True)
+    files = {}
+
+    def write(name: str, data: bytes) -> None:
+        files[name] = folder / name
+        files[name].write_bytes(data)
+
+    buffer = io.BytesIO()
+    Image.new("RGB", (64, 64), (200, 30, 30)).save(buffer, "JPEG")
+    jpeg = buffer.getvalue()
+    write("text.png", b"this is not an image at all")
+    write("truncated.jpg", jpeg[: len(jpeg) // 3])
+    write("bomb.png", _png_header(20_000, 20_000))
+    write("binary.jpg", bytes(range(256)) * 64)
+    write("empty.png", b"")
+    write("one_pixel.png", _save(Image.new("RGB", (1, 1))))
+    write("ok.png", _save(Image.radial_gradient("L").convert("RGB").resize((96, 96))))
+    write("not_a_mol.sdf", b"\x00\x01\x02binary")
+    return files
+
+
+def _save(image: Image.Image) -> bytes:
+    buffer = io.BytesIO()
+    image.save(buffer, "PNG")
+    return buffer.getvalue()
+
+
+def examples(*pairs) -> list[dict]:
+    return [{"string": s, "label": label} for s, label in pairs]
+
+
+TAG2TEXT = [
+    ("text-file", "/tag_image", ("{file:text.png}", 0.68, ""), ["image"]),
+    ("truncated-jpeg", "/tag_image", ("{file:truncated.jpg}", 0.68, ""), ["damaged"]),
+    ("decompression-bomb", "/tag_image", ("{file:bomb.png}", 0.68, ""), ["pixels"]),
+    ("binary-garbage", "/tag_image", ("{file:binary.jpg}", 0.68, ""), ["image"]),
+    ("empty-file", "/tag_image", ("{file:empty.png}", 0.68, ""), ["image"]),
+    ("no-image", "/tag_image", (None, 0.68, ""), ["image"]),
+    ("one-pixel", "/tag_image", ("{file:one_pixel.png}", 0.68, ""), ["pixels"]),
+    ("threshold-above-1", "/tag_image", ("{file:ok.png}", 1.5, ""), ["threshold"]),
+    ("threshold-negative", "/tag_image", ("{file:ok.png}", -0.1, ""), ["threshold"]),
+    ("threshold-string", "/tag_image", ("{file:ok.png}", "high", ""), ["threshold"]),
+    ("huge-user-tags", "/tag_image", ("{file:ok.png}", 0.68, "tag, " * 5000), ["tags"]),
+    ("odd-unicode-tags", "/tag_image", ("{file:ok.png}", 0.68, ODD_UNICODE * 50), ["invisible"]),
+    ("empty-batch", "/tag_batch", ([], 0.68, ""), ["image"]),
+    ("batch-of-non-images", "/tag_batch", (["{file:text.png}", "{file:binary.jpg}"], 0.68, ""), ["image"]),
+    ("batch-with-bomb", "/tag_batch", (["{file:bomb.png}"], 0.68, ""), ["pixels"]),
+    ("batch-threshold-string", "/tag_batch", (["{file:ok.png}"], "high", ""), ["float", "high"]),
+]
+
+MOLM3D = [
+    ("invalid-smiles", "/ask", ("C1CC", ""), ["SMILES"]),
+    ("empty", "/ask", ("", ""), ["molecule"]),
+    ("whitespace", "/ask", ("   \n ", ""), ["molecule"]),
+    ("too-many-atoms", "/ask", ("C" * 300, ""), ["256"]),
+    ("not-an-element", "/ask", ("[Xx]", ""), ["SMILES"]),
+    ("garbage-chars", "/ask", ("}{%$#@!", ""), ["SMILES"]),
+    ("odd-unicode", "/ask", (ODD_UNICODE, ""), ["SMILES"]),
+    ("binary-molblock", "/ask", ("\x00\x01\x02\n  V2000\nM  END\n", ""), ["SDF"]),
+    ("malformed-molblock", "/ask", ("not a molecule\n  V2000\nM  END\n", ""), ["read"]),
+    ("huge-smiles", "/ask", ("C" * 100_000, ""), ["256"]),
+    ("huge-question", "/ask", ("CCO", "why? " * 20_000), ["question", "2,000"]),
+    ("control-characters-question", "/ask", ("CCO", "\x00\x00"), ["question", "invisible"]),
+    ("pentavalent-carbon", "/ask", ("C(C)(C)(C)(C)C", ""), ["SMILES"]),
+    ("unbalanced-brackets", "/ask", ("C[NH4+", ""), ["SMILES"]),
+    ("reaction-smiles", "/ask", ("CCO>>CC=O", ""), ["SMILES"]),
+]
+
+PRAX = [
+    ("no-examples", "/synthesize", ([], "tiny-pragmatic", 5), ["example"]),
+    ("same-string-both-labels", "/synthesize", (examples(("abc", "+"), ("abc", "-")), "tiny-pragmatic", 5), ["abc"]),
+    ("too-long-string", "/synthesize", (examples((LONG, "+")), "tiny-pragmatic", 5), ["100"]),
+    ("too-many-examples", "/synthesize", (examples(*[(f"a{i}", "+") for i in range(31)]), "tiny-pragmatic", 5),
+     ["30"]),
+    ("500-examples", "/synthesize", (examples(*[(f"b{i}", "-") for i in range(500)]), "tiny-pragmatic", 5), ["30"]),
+    ("non-printable", "/synthesize", (examples(("a\x07b", "+")), "tiny-pragmatic", 5), ["printable"]),
+    ("odd-unicode", "/synthesize", (examples((ODD_UNICODE, "+")), "tiny-pragmatic", 5), ["character"]),
+    ("bad-label", "/synthesize", (examples(("abc", "maybe")), "tiny-pragmatic", 5), ["label"]),
+    ("missing-label", "/synthesize", ([{"string": "abc"}], "tiny-pragmatic", 5), ["label"]),
+    ("missing-string", "/synthesize", ([{"label": "+"}], "tiny-pragmatic", 5), ["string"]),
+    ("wrong-type-examples", "/synthesize", ([42], "tiny-pragmatic", 5), ["example"]),
+    ("unknown-weights", "/synthesize", (examples(("abc", "+")), "gpt-17", 5), ["weight"]),
+    ("k-zero", "/synthesize", (examples(("abc", "+")), "tiny-pragmatic", 0), ["k"]),
+    ("k-huge", "/synthesize", (examples(("abc", "+")), "tiny-pragmatic", 10_000), ["k"]),
+    ("suggest-nothing", "/suggest", ([],), ["example"]),
+    ("suggest-contradiction", "/suggest", (examples(("x", "+"), ("x", "-")),), ["x"]),
+]
+
+GEODIFFUSION = [
+    ("malformed-json", "/generate", ("{not json", "nuimages-256x256", 0, 2, 5.0), ["JSON"]),
+    ("json-list", "/generate", ("[1, 2, 3]", "nuimages-256x256", 0, 2, 5.0), ["box"]),
+    ("inverted-box", "/generate", (json.dumps({"camera": "front", "bbox": [["car", 0.5, 0.5, 0.2, 0.8]]}),
+                                   "nuimages-256x256", 0, 2, 5.0), ["x2"]),
+    ("zero-area-box", "/generate", (json.dumps({"camera": "front", "bbox": [["car", 0.2, 0.5, 0.2, 0.5]]}),
+                                    "nuimages-256x256", 0, 2, 5.0), ["x2"]),
+    ("out-of-range", "/generate", (json.dumps({"camera": "front", "bbox": [["car", -0.1, 0.5, 0.2, 1.5]]}),
+                                   "nuimages-256x256", 0, 2, 5.0), ["between 0 and 1"]),
+    ("unknown-label", "/generate", (json.dumps({"camera": "front", "bbox": [["unicorn", 0.1, 0.1, 0.2, 0.2]]}),
+                                    "nuimages-256x256", 0, 2, 5.0), ["unicorn"]),
+    ("too-many-boxes", "/generate", (json.dumps({"camera": "front", "bbox": [["car", 0.1, 0.1, 0.2, 0.2]] * 23}),
+                                     "nuimages-256x256", 0, 2, 5.0), ["22"]),
+    ("steps-over-200", "/generate", (json.dumps({"camera": "front", "bbox": []}), "nuimages-256x256", 0, 201, 5.0),
+     ["200"]),
+    ("steps-zero", "/generate", (json.dumps({"camera": "front", "bbox": []}), "nuimages-256x256", 0, 0, 5.0),
+     ["steps"]),
+    ("unknown-camera", "/generate", (json.dumps({"camera": "roof", "bbox": []}), "nuimages-256x256", 0, 2, 5.0),
+     ["roof"]),
+    ("box-not-a-list", "/generate", (json.dumps({"camera": "front", "bbox": "car"}), "nuimages-256x256", 0, 2, 5.0),
+     ["bbox"]),
+    ("box-short", "/generate", (json.dumps({"camera": "front", "bbox": [["car", 0.1]]}), "nuimages-256x256", 0, 2,
+                                5.0), ["box"]),
+    ("box-strings", "/generate", (json.dumps({"camera": "front", "bbox": [["car", "a", "b", "c", "d"]]}),
+                                  "nuimages-256x256", 0, 2, 5.0), ["number"]),
+    ("huge-json", "/generate", (json.dumps({"camera": "front", "bbox": [], "pad": "x" * 2_000_000}),
+                                "nuimages-256x256", 0, 2, 5.0), ["20,000"]),
+    ("unknown-field", "/generate", (json.dumps({"camera": "front", "bbox": [], "wether": "rain"}),
+                                    "nuimages-256x256", 0, 2, 5.0), ["wether"]),
+    ("cfg-negative", "/generate", (json.dumps({"camera": "front", "bbox": []}), "nuimages-256x256", 0, 2, -3.0),
+     ["-3.0", "minimum"]),
+    ("odd-unicode-label", "/generate", (json.dumps({"camera": "front", "bbox": [[ODD_UNICODE, 0.1, 0.1, 0.2, 0.2]]}),
+                                        "nuimages-256x256", 0, 2, 5.0), ["label"]),
+]
+
+VALID = {
+    "tag2text": ("/tag_image", ("{file:ok.png}", 0.68, "")),
+    "molm3d": ("/ask", ("CCO", "molecular weight")),
+    "prax": ("/synthesize", (examples(("ab", "+"), ("a1", "-")), "tiny-pragmatic", 3)),
+    "geodiffusion": ("/generate", (json.dumps({"camera": "front", "bbox": [["car", 0.1, 0.4, 0.5, 0.9]]}),
+                                   "nuimages-256x256", 0, 2, 5.0)),
+}
+
+CATALOGUE = {"tag2text": TAG2TEXT, "molm3d": MOLM3D, "prax": PRAX, "geodiffusion": GEODIFFUSION}

@@ -1,0 +1,59 @@
+"""A catalogue of bad inputs sent through the HTTP API of one running hub: each gets a clear message, none crashes
+the server, and a valid request right after it succeeds."""
+
+from __future__ import annotations
+
+import importlib.util
+
+import pytest
+from gradio_client import Client, handle_file
+
+import apps
+from tests.robustness.cases import CATALOGUE, VALID, make_files
+
+GENERIC = "Something went wrong on our side"
+READY = [d.id for d in apps.DEMOS if importlib.util.find_spec(d.page)]
+CASES = [(demo, *case) for demo, cases in CATALOGUE.items() if demo in READY for case in cases]
+
+
+@pytest.fixture(scope="module")
+def files(tmp_path_factory):
+    return make_files(tmp_path_factory.mktemp("bad-files"))
+
+
+@pytest.fixture(scope="module")
+def client(robust_hub):
+    c = Client(robust_hub[0], verbose=False)
+    yield c
+    c.close()
+
+
+def fill(value, files):
+    """Replace ``{file:NAME}`` placeholders (also inside lists) by uploaded files."""
+    if isinstance(value, str) and value.startswith("{file:"):
+        return handle_file(str(files[value[6:-1]]))
+    if isinstance(value, list) and value and isinstance(value[0], str) and value[0].startswith("{file:"):
+        return [fill(v, files) for v in value]
+    return value
+
+
+def call(client, files, api_name, args):
+    return client.predict(*[fill(a, files) for a in args], api_name=api_name)
+
+
+def test_catalogue_has_15_cases_per_demo():
+    for demo in READY:
+        assert len(CATALOGUE[demo]) >= 15, demo
+
+
+@pytest.mark.parametrize(("demo", "case", "api_name", "args", "words"), CASES,
+                         ids=[f"{c[0]}-{c[1]}" for c in CASES])
+def test_bad_input_gets_a_clear_message_and_the_next_request_works(client, files, demo, case, api_name, args, words):
+    with pytest.raises(Exception) as info:  # noqa: B017 - gradio_client raises AppError/ValueError per failure
+        call(client, files, api_name, args)
+    message = str(info.value)
+    assert GENERIC not in message, f"{case}: an unexpected error reached the user: {message[:300]}"
+    assert "Traceback" not in message and len(message) < 2000
+    assert all(w.lower() in message.lower() for w in words), f"{case}: {message[:300]}"
+    valid_api, valid_args = VALID[demo]
+    assert call(client, files, valid_api, valid_args) is not None
