@@ -28,7 +28,10 @@ class DemoContext:
     def pipeline(self, weights_name: str | None = None) -> Any:
         """The loaded pipeline for a weight set, from the pool (loaded at most once per process)."""
         ws = self.demo.weight_set(weights_name or self.default_weights())
-        return self.pool.get((self.demo.id, ws.name), lambda: load_pipeline(self.demo, ws), size_hint=ws.size_bytes)
+        # The registered size describes the official download; a local folder (bundled, or tiny test weights) may
+        # be far smaller, so only official downloads make room in advance (the real size is measured after loading).
+        hint = 0 if weights.local_folder(self.demo.id, ws) else ws.size_bytes
+        return self.pool.get((self.demo.id, ws.name), lambda: load_pipeline(self.demo, ws), size_hint=hint)
 
     def weight_states(self) -> dict[str, weights.WeightState]:
         return {ws.name: weights.state(self.demo.id, ws) for ws in self.demo.weight_sets}

@@ -79,3 +79,11 @@ def test_missing_official_weights_raise_the_download_message(monkeypatch, tmp_pa
     else:
         raise AssertionError("expected WeightsUnavailable")
     assert ctx.pool.stats().loads == 0
+
+
+def test_local_weights_do_not_evict_by_the_official_download_size(monkeypatch, tmp_path):
+    demo = make_demo(monkeypatch, tmp_path)
+    pool = ModelPool(budget_bytes=10**6)  # far below the official set's registered 1 GB
+    pool.get("other", lambda: torch.nn.Linear(10, 10))
+    DemoContext(demo, pool).pipeline("local")
+    assert "other" in pool and pool.stats().evictions == 0
