@@ -184,7 +184,7 @@ def build(ctx: DemoContext) -> gr.Blocks:
 
         def _new_game():
             game = Game.new().as_dict()
-            return game, [], gr.update(choices=[], value=[])
+            return game, [], gr.update(choices=[], value=[]), _game_text(game)
 
         def _reveal(game):
             g = Game.from_dict(game)
@@ -197,22 +197,21 @@ def build(ctx: DemoContext) -> gr.Blocks:
                          outputs=[literal_out, pragmatic_out, game_state, game_md], **gpu, **internal)
         for button, label in ((add_pos, "+"), (add_neg, "-")):
             button.click(user_errors(lambda e, s, g, _l=label: _add(e, s, _l, g)),
-                         [examples_state, text, game_state], [examples_state, text, current], **internal
-                         ).success(**update_io)
+                         [examples_state, text, game_state], [examples_state, text, current], **internal)
         text.submit(user_errors(lambda e, s, g: _add(e, s, "+", g)), [examples_state, text, game_state],
-                    [examples_state, text, current], **internal).success(**update_io)
-        remove.click(user_errors(_remove), [examples_state, current], [examples_state, current], **internal
-                     ).success(**update_io)
-        clear.click(lambda: ([], gr.update(choices=[], value=[])), None, [examples_state, current], **internal
-                    ).success(**update_io)
-        load.click(user_errors(_load), preset, [examples_state, current, game_state], **internal).success(**update_io)
-        for dropdown in (literal_weights, pragmatic_weights):
-            dropdown.change(**update_io)
+                    [examples_state, text, current], **internal)
+        remove.click(user_errors(_remove), [examples_state, current], [examples_state, current], **internal)
+        clear.click(lambda: ([], gr.update(choices=[], value=[])), None, [examples_state, current], **internal)
+        load.click(user_errors(_load), preset, [examples_state, current, game_state], **internal)
+        # One update event for every change, "always_last": with several model calls allowed at once, separate
+        # events could finish out of order and show guesses for an older list of examples.
+        gr.on([examples_state.change, literal_weights.change, pragmatic_weights.change], trigger_mode="always_last",
+              **update_io)
         suggest_btn.click(model_call(_suggest), [examples_state, pragmatic_weights],
                           [suggestion_state, suggestion_md, accept], **gpu, **internal)
         accept.click(user_errors(_accept), [examples_state, suggestion_state, game_state],
-                     [examples_state, current, accept], **internal).success(**update_io)
-        new_game.click(_new_game, None, [game_state, examples_state, current], **internal).success(**update_io)
+                     [examples_state, current, accept], **internal)
+        new_game.click(_new_game, None, [game_state, examples_state, current, game_md], **internal)
         reveal.click(user_errors(_reveal), game_state, game_md, **internal)
 
         def synthesize_endpoint(examples: list[dict], weights: str = pragmatic_default, k: int = SHOWN) -> dict:

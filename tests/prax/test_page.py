@@ -118,7 +118,8 @@ def test_page_handlers_add_update_suggest_and_play(ctx):
     easy = [{"string": "123", "label": "+"}, {"string": "ab", "label": "-"}]
     suggestion, text, _ = _handler(blocks, "_suggest")(easy, "tiny-literal")
     assert suggestion["string"] not in {"123", "ab"} and html.escape(suggestion["string"]) in text
-    game, examples, _ = _handler(blocks, "_new_game")()
+    game, examples, _, game_text = _handler(blocks, "_new_game")()
+    assert game_text.startswith("Hidden regex set.")
     assert examples == [] and Game.from_dict(game).target
     target = Game.from_dict(game).target
     _, _, game, status = update([{"string": "zz", "label": "+"}], "tiny-literal", "tiny-pragmatic", 10, game)

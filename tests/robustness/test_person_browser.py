@@ -1,0 +1,78 @@
+"""Each demo page in Debian Chromium, driven as a person would on a hub with tiny official-layout weights:
+fill the inputs, press the button, wait for the output, check it; no console errors; a screenshot per page."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from playwright.sync_api import expect
+
+from tests.robustness.cases import make_files
+
+pytestmark = pytest.mark.browser
+
+
+@pytest.fixture
+def person(browser, robust_hub):
+    context = browser.new_context(viewport={"width": 1400, "height": 1800})
+    page = context.new_page()
+    page.console_errors = []
+    page.on("console", lambda m: m.type == "error" and page.console_errors.append(m.text))
+    page.on("pageerror", lambda e: page.console_errors.append(str(e)))
+    page.base = robust_hub[0]
+    yield page
+    context.close()
+
+
+def test_prax_add_examples_and_read_both_listeners(person, tmp_path):
+    person.goto(f"{person.base}/prax")
+    box = person.get_by_label("Example string")
+    box.fill("ab1")
+    person.wait_for_timeout(300)  # a person's pause; Gradio syncs the textbox value on input
+    person.get_by_role("button", name="+ should match").click()
+    expect(box).to_have_value("", timeout=60_000)  # the page took the example and cleared the box
+    box.fill("x")
+    person.wait_for_timeout(300)
+    person.get_by_role("button", name="− should not match").click()
+    for title in ("Literal listener", "PraX listener"):
+        panel = person.locator("h4", has_text=title).locator("xpath=..")
+        # a table headed by both examples (with a ✓/✗ per candidate), or the honest "none fits" sentence
+        expect(panel).to_contain_text(re.compile(r"ab1 \+.*x -|consistent with all 2 examples", re.S),
+                                      timeout=120_000)
+    person.screenshot(path=tmp_path / "prax.png", full_page=True)
+    assert person.console_errors == []
+
+
+def test_tag2text_upload_and_caption(person, tmp_path):
+    image = make_files(tmp_path)["ok.png"]
+    person.goto(f"{person.base}/tag2text")
+    person.locator("input[type=file]").first.set_input_files(str(image))
+    person.get_by_label("Your tags (optional)").fill("sky, sunset")
+    person.get_by_role("button", name="Tag and caption", exact=True).click()
+    expect(person.get_by_role("textbox", name="Caption", exact=True)).to_have_value(re.compile(r"\w"),
+                                                                                   timeout=120_000)
+    expect(person.get_by_role("textbox", name="Your tags used for the caption")).to_have_value("sky, sunset")
+    person.screenshot(path=tmp_path / "tag2text.png", full_page=True)
+    assert person.console_errors == []
+
+
+def test_molm3d_ask_about_the_default_molecule(person, tmp_path):
+    person.goto(f"{person.base}/molm3d")
+    expect(person.locator(".molm3d-viewer svg circle").first).to_be_visible(timeout=60_000)
+    person.get_by_role("button", name="Ask 3D-MoLM").click()
+    expect(person.get_by_text("3D-MoLM:", exact=False).first).to_be_visible(timeout=180_000)
+    person.screenshot(path=tmp_path / "molm3d.png", full_page=True)
+    assert person.console_errors == []
+
+
+def test_geodiffusion_generate_from_the_default_layout(person, tmp_path):
+    person.goto(f"{person.base}/geodiffusion")
+    steps = person.get_by_label("Steps")
+    steps.fill("2")
+    steps.press("Tab")
+    person.get_by_role("button", name="Generate", exact=True).click()
+    expect(person.locator(".gallery-item img, [data-testid='gallery'] img, button.thumbnail-item img").first
+           ).to_be_visible(timeout=180_000)
+    person.screenshot(path=tmp_path / "geodiffusion.png", full_page=True)
+    assert person.console_errors == []
