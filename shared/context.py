@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -9,15 +10,20 @@ from shared import weights
 from shared.pool import ModelPool, default_pool
 from shared.registry import Demo, WeightSet
 
+# One load at a time in the process: transformers' lazy imports are not thread-safe (two pipelines importing from it
+# at once can fail with ImportError), and loading one model after another bounds the memory peak.
+_LOAD_LOCK = threading.Lock()
+
 
 def load_pipeline(demo: Demo, ws: WeightSet) -> Any:
     """Resolve the weights, then ``Pipeline.from_pretrained(folder, device=..., dtype=...)``."""
     from shared.device import pick_device, pick_dtype
 
-    folder = weights.resolve(demo.id, ws)
-    device = pick_device()
-    dtype = pick_dtype(device, demo.cpu_dtype, demo.gpu_dtype)
-    return demo.pipeline_class().from_pretrained(folder, device=device, dtype=dtype)
+    with _LOAD_LOCK:
+        folder = weights.resolve(demo.id, ws)
+        device = pick_device()
+        dtype = pick_dtype(device, demo.cpu_dtype, demo.gpu_dtype)
+        return demo.pipeline_class().from_pretrained(folder, device=device, dtype=dtype)
 
 
 @dataclass

@@ -87,3 +87,31 @@ def test_local_weights_do_not_evict_by_the_official_download_size(monkeypatch, t
     pool.get("other", lambda: torch.nn.Linear(10, 10))
     DemoContext(demo, pool).pipeline("local")
     assert "other" in pool and pool.stats().evictions == 0
+
+
+def test_two_demos_load_one_after_another(monkeypatch, tmp_path):
+    import time
+
+    demo = make_demo(monkeypatch, tmp_path)
+    (tmp_path / "ckpts" / "scaler" / "second").mkdir()
+    (tmp_path / "ckpts" / "scaler" / "second" / "config.json").write_text(json.dumps({"scale": 2.0}))
+    demo = Demo(id=demo.id, title="", tagline="", paper=demo.paper, pipeline=demo.pipeline, page=demo.page,
+                weight_sets=(*demo.weight_sets, WeightSet("second", "bundled", bundled=True)))
+    active, overlaps = [], []
+    original = ScalePipeline.from_pretrained.__func__
+
+    def slow_load(cls, path, device=None, dtype=None):
+        active.append(path)
+        overlaps.append(len(active))
+        time.sleep(0.2)
+        active.remove(path)
+        return original(cls, path, device, dtype)
+
+    monkeypatch.setattr(ScalePipeline, "from_pretrained", classmethod(slow_load))
+    ctx = DemoContext(demo, ModelPool(budget_bytes=10**6))
+    threads = [threading.Thread(target=ctx.pipeline, args=(name,)) for name in ("local", "second")]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert overlaps == [1, 1] and len(ctx.pool.stats().loaded) == 2
