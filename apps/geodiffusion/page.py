@@ -26,7 +26,7 @@ from apps.geodiffusion.layout import (
     load_generation_config,
     parse_layout,
 )
-from apps.ui import embed_section, gpu_event_kwargs, notice, paper_card, user_errors, weights_dropdown
+from apps.ui import embed_section, gpu_event_kwargs, model_call, notice, paper_card, user_errors, weights_dropdown
 from shared import weights
 from shared.context import DemoContext
 from shared.errors import UserInputError
@@ -344,7 +344,7 @@ def build(ctx: DemoContext) -> gr.Blocks:
                     fields.get("timeofday", gr.update()), fields.get("weather", gr.update()),
                     page.budget_note(text, name))
 
-        @user_errors
+        @model_call
         def generate(layout_json: str, checkpoint: str, seed: float, steps: float, cfg: float, num_images=1,
                      epsilon_scaling=None, show_boxes=True, progress=gr.Progress()):
             """Generate images from a layout with an official GeoDiffusion checkpoint.

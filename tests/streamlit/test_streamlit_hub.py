@@ -82,3 +82,36 @@ def test_molm3d_page_asks_the_tiny_model(tiny_checkpoints):
     assert [s.value for s in at.subheader] == ["3D-MoLM"]
     table = at.dataframe[0].value
     assert table.iloc[0].notna().sum() >= 2
+
+
+def test_prax_page_guesses_with_bundled_listeners(offline):
+    at = AppTest.from_file(HUB, default_timeout=180).run()
+    at.switch_page("prax/streamlit_page.py").run()
+    assert not at.exception
+    at.button[0].click().run()
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    shown = " ".join(str(getattr(h, "body", getattr(h, "value", ""))) for h in at.get("html"))
+    assert "Literal listener (tiny-literal)" in shown and "PraX listener (tiny-pragmatic)" in shown
+    at.text_area[0].input("+abc\n-abc").run()
+    at.button[0].click().run()
+    assert at.error and "abc" in at.error[0].value
+
+
+def test_geodiffusion_page_generates_with_the_tiny_checkpoint(offline, tmp_path, monkeypatch):
+    from shared.pool import default_pool
+    from tests.geodiffusion.tiny_checkpoint import build_tiny_checkpoint
+
+    build_tiny_checkpoint(tmp_path / "ckpts" / "geodiffusion" / "nuimages-256x256", dataset="nuimages")
+    monkeypatch.setenv("DEMOHUB_CHECKPOINTS", str(tmp_path / "ckpts"))
+    default_pool().clear()
+    at = AppTest.from_file(HUB, default_timeout=180).run()
+    at.switch_page("geodiffusion/streamlit_page.py").run()
+    assert not at.exception
+    at.number_input[1].set_value(2).run()
+    at.button[0].click().run()
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    assert at.code[0].value.startswith("A driving scene image of front camera with car <l")
+    at.text_area[0].input('{"camera": "front", "bbox": [["car", 0.5, 0.5, 0.2, 0.8]]}').run()
+    at.button[0].click().run()
+    assert at.error and "x2" in at.error[0].value
+    default_pool().clear()
