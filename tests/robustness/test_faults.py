@@ -86,3 +86,17 @@ def test_offline_with_nothing_cached(faulty):
     message = error_of(client, files, "/generate", '{"camera": "front", "bbox": []}', "nuimages-256x256", 0, 2, 5.0)
     assert "HF_HUB_OFFLINE=1" in message and "demohub download geodiffusion --weights nuimages-256x256" in message
     prax_still_works(client)
+
+
+def test_truncated_safetensors(faulty, tmp_path):
+    from shared.weights import BUNDLED_ROOT
+
+    client, pth, files = faulty
+    target = pth.parents[2] / "prax" / "tiny-literal"
+    shutil.copytree(BUNDLED_ROOT / "prax" / "tiny-literal", target)
+    weights_file = target / "model.safetensors"
+    weights_file.write_bytes(weights_file.read_bytes()[:1000])
+    api, args = VALID["prax"]
+    message = error_of(client, files, api, args[0], "tiny-literal", args[2])
+    assert "truncated or corrupt" in message
+    prax_still_works(client)  # tiny-pragmatic, intact
