@@ -28,6 +28,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from apps.tag2text.config import BertSize, Tag2TextConfig  # noqa: E402
 from apps.tag2text.model import build_model, init_random  # noqa: E402
 from apps.tag2text.pipeline import Tag2TextPipeline  # noqa: E402
+from benchmarks.timing import median_time  # noqa: E402
 
 SMALL = Tag2TextConfig(
     embed_dim=64, depths=(2, 2, 6, 2), num_heads=(2, 4, 8, 16),
@@ -47,16 +48,6 @@ def paired_times(first, second, repeats: int) -> tuple[float, float, float]:
             fn()
             out.append(time.perf_counter() - start)
     return statistics.median(a), statistics.median(b), statistics.median(x / y for x, y in zip(a, b, strict=True))
-
-
-def median_time(fn, repeats: int) -> float:
-    fn()  # warm-up, not counted
-    times = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - start)
-    return statistics.median(times)
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -84,8 +75,8 @@ def main(argv: list[str] | None = None) -> None:
         def tag(batch):
             return lambda: pipe.model.tag_logits(pipe.model.visual_encoder(pipe.pixel_values(images[:batch])))
 
-        t_tag1 = median_time(tag(1), args.repeats)
-        t_tag8 = median_time(tag(8), args.repeats)
+        t_tag1 = median_time(tag(1), args.repeats, warmup=True)
+        t_tag8 = median_time(tag(8), args.repeats, warmup=True)
 
     params = sum(p.numel() for p in pipe.model.parameters())
     steps = config.max_length - len(pipe.prompt_ids)

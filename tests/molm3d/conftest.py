@@ -17,3 +17,15 @@ def tiny_snapshot(tmp_path_factory):
 @pytest.fixture(scope="session")
 def tiny_pipe(tiny_snapshot):
     return MoLM3DPipeline.from_pretrained(tiny_snapshot, device="cpu", dtype=torch.float32)
+
+
+@pytest.fixture
+def tiny_as_bundled(tiny_snapshot, tmp_path, monkeypatch):
+    """The tiny snapshot served as the demo's weights through DEMOHUB_CHECKPOINTS/molm3d/generalist, on CPU fp32."""
+    bundled = tmp_path / "checkpoints" / "molm3d" / "generalist"
+    bundled.parent.mkdir(parents=True)
+    bundled.symlink_to(tiny_snapshot, target_is_directory=True)
+    monkeypatch.setenv("DEMOHUB_CHECKPOINTS", str(tmp_path / "checkpoints"))
+    monkeypatch.setenv("DEMOHUB_DEVICE", "cpu")
+    monkeypatch.setenv("DEMOHUB_DTYPE", "float32")
+    return bundled

@@ -11,13 +11,7 @@ from tests.conftest import free_port
 
 
 @pytest.fixture
-def served_url(tiny_snapshot, tmp_path, monkeypatch):
-    bundled = tmp_path / "checkpoints" / "molm3d" / "generalist"
-    bundled.parent.mkdir(parents=True)
-    bundled.symlink_to(tiny_snapshot, target_is_directory=True)
-    monkeypatch.setenv("DEMOHUB_CHECKPOINTS", str(tmp_path / "checkpoints"))
-    monkeypatch.setenv("DEMOHUB_DEVICE", "cpu")
-    monkeypatch.setenv("DEMOHUB_DTYPE", "float32")
+def served_url(tiny_as_bundled, tmp_path, monkeypatch):
     monkeypatch.setenv("GRADIO_TEMP_DIR", str(tmp_path / "gradio"))
     from apps.molm3d.page import build
 

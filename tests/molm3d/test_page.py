@@ -92,13 +92,7 @@ def test_sdf_upload_and_bad_files(offline_ctx, tmp_path):
         page.show("", str(binary))
 
 
-def test_page_ask_end_to_end_on_tiny_weights(tiny_snapshot, tmp_path, monkeypatch):
-    bundled = tmp_path / "checkpoints" / "molm3d" / "generalist"
-    bundled.parent.mkdir(parents=True)
-    bundled.symlink_to(tiny_snapshot, target_is_directory=True)
-    monkeypatch.setenv("DEMOHUB_CHECKPOINTS", str(tmp_path / "checkpoints"))
-    monkeypatch.setenv("DEMOHUB_DEVICE", "cpu")
-    monkeypatch.setenv("DEMOHUB_DTYPE", "float32")
+def test_page_ask_end_to_end_on_tiny_weights(tiny_as_bundled):
     page = molm_page.MoLM3DPage(DemoContext(DEMO, ModelPool(budget_bytes=10**9)))
     result = page.ask_api("CC(=O)Oc1ccccc1C(=O)O", "Molecular Weight")
     assert result["task"] == "molecular_weight" and result["rdkit_reference"] == pytest.approx(180.159, abs=1e-3)
