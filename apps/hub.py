@@ -13,6 +13,7 @@ import importlib.util
 import os
 import traceback
 from dataclasses import dataclass
+from types import ModuleType
 
 os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
 
@@ -41,12 +42,12 @@ CSS = """
 class PageResult:
     demo: Demo
     status: str  # "ready" | "coming-soon" | "error"
-    blocks: gr.Blocks | None = None
+    module: ModuleType | None = None
     reason: str = ""
 
 
-def build_page(demo: Demo, pool: ModelPool) -> PageResult:
-    """Import and build one demo page; never raises (failure isolation)."""
+def import_page(demo: Demo) -> PageResult:
+    """Import one demo's page module; never raises (failure isolation)."""
     try:
         missing = importlib.util.find_spec(demo.page) is None
     except ModuleNotFoundError:  # the demo's package itself does not exist yet
@@ -54,11 +55,27 @@ def build_page(demo: Demo, pool: ModelPool) -> PageResult:
     if missing:
         return PageResult(demo, "coming-soon")
     try:
-        module = importlib.import_module(demo.page)
-        return PageResult(demo, "ready", module.build(DemoContext(demo, pool)))
+        return PageResult(demo, "ready", importlib.import_module(demo.page))
     except Exception as error:
         traceback.print_exc()
         return PageResult(demo, "error", reason=f"{type(error).__name__}: {error}")
+
+
+def render_page(page: PageResult, pool: ModelPool) -> None:
+    """Build the page inside the current route (a nested Blocks: no app of its own, so the hub starts faster)."""
+    if page.status == "ready":
+        try:
+            page.module.build(DemoContext(page.demo, pool))
+            return
+        except Exception as error:
+            traceback.print_exc()
+            page.status, page.reason = "error", f"{type(error).__name__}: {error}"
+    gr.Markdown(f"# {page.demo.emoji} {page.demo.title}\n\n{page.demo.tagline}")
+    if page.status == "coming-soon":
+        gr.HTML(notice("This demo is coming soon: its page is not built yet. The paper card and weights "
+                       "are registered; see the catalog for the paper."))
+    else:
+        gr.HTML(notice(f"This demo failed to load, the rest of the hub works. Reason: {page.reason}", kind="error"))
 
 
 def weights_summary(demo: Demo) -> str:
@@ -117,7 +134,7 @@ def pool_stats_api() -> dict:
 
 def build_hub(pool: ModelPool | None = None) -> gr.Blocks:
     pool = pool or default_pool()
-    pages = [build_page(demo, pool) for demo in DEMOS]
+    pages = [import_page(demo) for demo in DEMOS]
     with gr.Blocks(title="Paper Demo Hub", analytics_enabled=False) as hub:
         gr.Markdown(
             "# 📄 Paper Demo Hub\nTry ICLR 2024 papers hands-on, on their official weights. "
@@ -137,16 +154,7 @@ def build_hub(pool: ModelPool | None = None) -> gr.Blocks:
 
     for page in pages:
         with hub.route(f"{page.demo.emoji} {page.demo.id}", f"/{page.demo.id}"):
-            if page.status == "ready":
-                page.blocks.render()
-            elif page.status == "coming-soon":
-                gr.Markdown(f"# {page.demo.emoji} {page.demo.title}\n\n{page.demo.tagline}")
-                gr.HTML(notice("This demo is coming soon: its page is not built yet. The paper card and weights "
-                               "are registered; see the catalog for the paper."))
-            else:
-                gr.Markdown(f"# {page.demo.emoji} {page.demo.title}")
-                gr.HTML(notice(f"This demo failed to load, the rest of the hub works. Reason: {page.reason}",
-                               kind="error"))
+            render_page(page, pool)
     return hub
 
 

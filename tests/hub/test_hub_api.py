@@ -53,11 +53,16 @@ def test_broken_page_is_isolated(tmp_path, monkeypatch):
                   pipeline="broken_demo_page:P", page="broken_demo_page")
     missing = Demo(id="later", title="Later", tagline="x", paper=good.paper, weight_sets=good.weight_sets,
                    pipeline="nowhere:P", page="apps.nowhere.page")
+    (tmp_path / "failing_build_page.py").write_text("def build(ctx):\n    raise KeyError('no such checkpoint')\n")
+    failing = Demo(id="failing", title="Failing", tagline="x", paper=good.paper, weight_sets=good.weight_sets,
+                   pipeline="failing_build_page:P", page="failing_build_page")
     pool = ModelPool(budget_bytes=10**6)
-    result = hub.build_page(broken, pool)
+    result = hub.import_page(broken)
     assert result.status == "error" and "weights folder is corrupt" in result.reason
-    assert hub.build_page(missing, pool).status == "coming-soon"
-    monkeypatch.setattr(hub, "DEMOS", (broken, missing, *apps.DEMOS))
+    assert hub.import_page(missing).status == "coming-soon"
+    monkeypatch.setattr(hub, "DEMOS", (broken, missing, failing, *apps.DEMOS))
     blocks = hub.build_hub(pool)
     paths = [getattr(p, "path", None) or p for p in getattr(blocks, "pages", [])]
-    assert any("broken" in str(p) for p in paths) and any("later" in str(p) for p in paths)
+    assert all(any(name in str(p) for p in paths) for name in ("broken", "later", "failing", "prax"))
+    text = str(blocks.config)
+    assert "weights folder is corrupt" in text and "no such checkpoint" in text and "coming soon" in text
