@@ -48,7 +48,7 @@ def cmd_list(args: argparse.Namespace) -> int:
 def cmd_download(args: argparse.Namespace) -> int:
     demo = get_demo(args.demo)
     ws = demo.weight_set(args.weights)
-    if weights.state(demo.id, ws) in (weights.WeightState.BUNDLED, weights.WeightState.CACHED):
+    if weights.state(demo.id, ws).here:
         print(f"{demo.id}/{ws.name} is already here: {weights.resolve(demo.id, ws, allow_download=False)}")
         return 0
     print(f"Downloading {ws.repo_id}@{ws.revision} ({ws.size_text}) into {weights.hf_cache_dir()} ...")
@@ -88,7 +88,7 @@ def cmd_doctor(args: argparse.Namespace) -> int:
     for demo in DEMOS:
         for ws in demo.weight_sets:
             st = weights.state(demo.id, ws)
-            if st in (weights.WeightState.BUNDLED, weights.WeightState.CACHED):
+            if st.here:
                 print(f"  {demo.id}/{ws.name} ({st.value})")
     return 0
 

@@ -78,17 +78,6 @@ def render_page(page: PageResult, pool: ModelPool) -> None:
         gr.HTML(notice(f"This demo failed to load, the rest of the hub works. Reason: {page.reason}", kind="error"))
 
 
-def weights_summary(demo: Demo) -> str:
-    states = [weights.state(demo.id, ws) for ws in demo.weight_sets]
-    ready = sum(s in (weights.WeightState.BUNDLED, weights.WeightState.CACHED) for s in states)
-    if ready:
-        return f"weights: {ready} of {len(states)} sets ready offline"
-    if any(s is weights.WeightState.DOWNLOADABLE for s in states):
-        smallest = min((ws for ws in demo.weight_sets if ws.repo_id), key=lambda ws: ws.size_bytes)
-        return f"weights: download needed (from {smallest.size_text})"
-    return "weights: not available offline"
-
-
 def card_html(page: PageResult) -> str:
     demo, p = page.demo, page.demo.paper
     status = {"ready": "", "coming-soon": " · coming soon", "error": " · failed to load"}[page.status]
@@ -96,7 +85,7 @@ def card_html(page: PageResult) -> str:
         f'<div class="demo-card" data-demo="{demo.id}"><h3>{demo.emoji} <a href="/{demo.id}">'
         f"{html.escape(demo.title)}</a></h3><p>{html.escape(demo.tagline)}</p>"
         f'<p><a href="{p.url}">Paper</a> · <a href="{p.code_url}">Official code</a></p>'
-        f'<p class="state">{html.escape(weights_summary(demo))}{status}</p></div>'
+        f'<p class="state">{html.escape(weights.summary(demo))}{status}</p></div>'
     )
 
 

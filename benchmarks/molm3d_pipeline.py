@@ -20,7 +20,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from apps.molm3d.page import EXAMPLES  # noqa: E402
-from benchmarks.timing import median_time  # noqa: E402
+from benchmarks.common import median_time  # noqa: E402
 
 
 def main() -> None:

@@ -28,7 +28,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from apps.tag2text.config import BertSize, Tag2TextConfig  # noqa: E402
 from apps.tag2text.model import build_model, init_random  # noqa: E402
 from apps.tag2text.pipeline import Tag2TextPipeline  # noqa: E402
-from benchmarks.timing import median_time  # noqa: E402
+from benchmarks.common import median_time  # noqa: E402
 
 SMALL = Tag2TextConfig(
     embed_dim=64, depths=(2, 2, 6, 2), num_heads=(2, 4, 8, 16),

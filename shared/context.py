@@ -42,12 +42,19 @@ class DemoContext:
     def weight_states(self) -> dict[str, weights.WeightState]:
         return {ws.name: weights.state(self.demo.id, ws) for ws in self.demo.weight_sets}
 
-    def default_weights(self) -> str:
-        """The first weight set (in the demo's order of preference) that is here without a download."""
-        for ws in self.demo.weight_sets:
-            if weights.state(self.demo.id, ws) in (weights.WeightState.BUNDLED, weights.WeightState.CACHED):
-                return ws.name
+    def default_weights(self, prefer: tuple[str, ...] = ()) -> str:
+        """The first weight set here without a download: from ``prefer`` first, then in the demo's order."""
+        states = self.weight_states()
+        for name in (*prefer, *states):
+            if states.get(name) is not None and states[name].here:
+                return name
         return self.demo.weight_sets[0].name
+
+    def missing_weights(self, name: str | None = None) -> tuple[WeightSet, weights.WeightState] | None:
+        """The weight set and its state when it needs a download (or cannot be had); None when it is here."""
+        ws = self.demo.weight_set(name or self.default_weights())
+        st = weights.state(self.demo.id, ws)
+        return None if st.here else (ws, st)
 
     def weight_choices(self) -> list[tuple[str, str]]:
         """(label, value) pairs for a weights selector: name, state, and size where a download is needed."""

@@ -13,7 +13,7 @@ from enum import Enum
 from pathlib import Path
 
 from shared.errors import WeightsUnavailable
-from shared.registry import WeightSet
+from shared.registry import Demo, WeightSet
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 BUNDLED_ROOT = REPO_ROOT / "checkpoints"
@@ -25,6 +25,11 @@ class WeightState(str, Enum):
     CACHED = "cached"
     DOWNLOADABLE = "downloadable"
     UNAVAILABLE = "unavailable"
+
+    @property
+    def here(self) -> bool:
+        """On this machine: usable with no download."""
+        return self in (WeightState.BUNDLED, WeightState.CACHED)
 
 
 def offline() -> bool:
@@ -128,3 +133,15 @@ def resolve(demo_id: str, ws: WeightSet, allow_download: bool = True) -> Path:
         raise unavailable(demo_id, ws, "they are not in the cache and downloading is turned off")
     return download(demo_id, ws)
 
+
+
+def summary(demo: Demo) -> str:
+    """One line on a demo's weights for a landing-page card."""
+    states = [state(demo.id, ws) for ws in demo.weight_sets]
+    ready = sum(s.here for s in states)
+    if ready:
+        return f"weights: {ready} of {len(states)} sets ready offline"
+    if any(s is WeightState.DOWNLOADABLE for s in states):
+        smallest = min((ws for ws in demo.weight_sets if ws.repo_id), key=lambda ws: ws.size_bytes)
+        return f"weights: download needed (from {smallest.size_text})"
+    return "weights: not available offline"

@@ -243,10 +243,10 @@ class GeoDiffusionPage:
                 "Remove boxes or use shorter labels.")
 
     def weights_notice(self, name: str | None) -> str:
-        ws = self.ctx.demo.weight_set(name or self.ctx.default_weights())
-        st = weights.state(self.ctx.demo.id, ws)
-        if st in (weights.WeightState.BUNDLED, weights.WeightState.CACHED):
+        missing = self.ctx.missing_weights(name)
+        if missing is None:
             return ""
+        ws, st = missing
         command = weights.download_command(self.ctx.demo.id, ws)
         if st is weights.WeightState.DOWNLOADABLE:
             return notice(f"The weights '{ws.name}' ({ws.size_text}) download on first use; or run `{command}`.")

@@ -27,10 +27,10 @@ MAX_FILE_BYTES = 5_000_000
 
 
 def weights_notice(ctx: DemoContext, name: str | None = None) -> str:
-    ws = ctx.demo.weight_set(name or ctx.default_weights())
-    st = weights.state(ctx.demo.id, ws)
-    if st in (weights.WeightState.BUNDLED, weights.WeightState.CACHED):
+    missing = ctx.missing_weights(name)
+    if missing is None:
         return ""
+    ws, _ = missing
     return notice(f"The 3D-MoLM weights ({ws.size_text}: Llama-2-7B, Uni-Mol and the generalist checkpoint) are "
                   f"not on this machine. The conformer, 2D/3D views and RDKit table work without them; to ask the "
                   f"model, run `{weights.download_command(ctx.demo.id, ws)}` on a machine with internet.", "warning")

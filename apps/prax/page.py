@@ -13,7 +13,6 @@ import gradio as gr
 from apps.prax import dsl
 from apps.prax.game import Game
 from apps.ui import embed_section, gpu_event_kwargs, model_call, paper_card, theme, user_errors, weights_dropdown
-from shared import weights as weight_store
 from shared.context import DemoContext
 from shared.errors import UserInputError
 
@@ -26,16 +25,6 @@ PRESETS = {
     "capitalised word": [("Hello", "+"), ("World", "+"), ("hello", "-"), ("HELLO", "-")],
     "semicolon-separated codes": [("a1;b2", "+"), ("c3;d4;e5", "+"), ("a1,b2", "-"), ("a1", "+")],
 }
-_HERE = {weight_store.WeightState.BUNDLED, weight_store.WeightState.CACHED}
-
-
-def default_weights_for(ctx: DemoContext, preference: tuple[str, ...]) -> str:
-    """The first preferred weight set present without a download (official if cached, else bundled)."""
-    states = ctx.weight_states()
-    for name in preference:
-        if states.get(name) in _HERE:
-            return name
-    return ctx.default_weights()
 
 
 def as_examples(items) -> list[dict]:
@@ -50,7 +39,7 @@ def synthesize(ctx: DemoContext, examples: list[dict], weights: str, k: int = SH
 
 
 def suggest(ctx: DemoContext, examples: list[dict], weights: str | None = None) -> dict:
-    s = ctx.pipeline(weights or default_weights_for(ctx, PRAGMATIC_PREFERENCE)).suggest_example(examples)
+    s = ctx.pipeline(weights or ctx.default_weights(PRAGMATIC_PREFERENCE)).suggest_example(examples)
     return {"string": s.example.string, "label": s.example.label,
             "speaker_probability": round(s.speaker_probability, 4),
             "assumed_program": s.assumed_program, "programs": s.n_programs, "candidates": s.n_candidates,
@@ -85,8 +74,8 @@ def example_choices(examples: list[dict]) -> list[tuple[str, int]]:
 
 
 def build(ctx: DemoContext) -> gr.Blocks:
-    literal_default = default_weights_for(ctx, LITERAL_PREFERENCE)
-    pragmatic_default = default_weights_for(ctx, PRAGMATIC_PREFERENCE)
+    literal_default = ctx.default_weights(LITERAL_PREFERENCE)
+    pragmatic_default = ctx.default_weights(PRAGMATIC_PREFERENCE)
     gpu = gpu_event_kwargs()
     internal = {"api_visibility": "undocumented"}
 

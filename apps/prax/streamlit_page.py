@@ -7,7 +7,6 @@ from apps.prax.page import (
     PRAGMATIC_PREFERENCE,
     PRESETS,
     as_examples,
-    default_weights_for,
     render_guesses,
     synthesize,
 )
@@ -20,9 +19,9 @@ text = st.text_area("Examples, one per line: + for should match, - for should no
                     value="\n".join(f"{label}{string}" for string, label in PRESETS[preset]), height=140)
 names = [ws.name for ws in ctx.demo.weight_sets]
 left, right = st.columns(2)
-literal = left.selectbox("Literal listener", names, index=names.index(default_weights_for(ctx, LITERAL_PREFERENCE)))
+literal = left.selectbox("Literal listener", names, index=names.index(ctx.default_weights(LITERAL_PREFERENCE)))
 pragmatic = right.selectbox("Pragmatic listener (PraX)", names,
-                            index=names.index(default_weights_for(ctx, PRAGMATIC_PREFERENCE)))
+                            index=names.index(ctx.default_weights(PRAGMATIC_PREFERENCE)))
 if st.button("Guess the regex", type="primary"):
     try:
         lines = [line.strip() for line in text.splitlines() if line.strip()]

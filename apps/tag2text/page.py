@@ -37,10 +37,10 @@ def tag_chips(tags) -> str:
 
 
 def weights_notice(ctx: DemoContext, name: str | None) -> str:
-    ws = ctx.demo.weight_set(name or ctx.default_weights())
-    st = weights.state(ctx.demo.id, ws)
-    if st in (weights.WeightState.BUNDLED, weights.WeightState.CACHED):
+    missing = ctx.missing_weights(name)
+    if missing is None:
         return ""
+    ws, st = missing
     if st is weights.WeightState.DOWNLOADABLE:
         return notice(f"The weights '{ws.name}' are not downloaded yet ({ws.size_text}). Press 'Download weights' "
                       f"or run `{weights.download_command(ctx.demo.id, ws)}`.", "warning")

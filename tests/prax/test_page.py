@@ -32,8 +32,8 @@ def test_page_module_imports_no_torch():
 
 
 def test_defaults_fall_back_to_bundled_weights_offline(ctx):
-    assert page.default_weights_for(ctx, page.LITERAL_PREFERENCE) == "tiny-literal"
-    assert page.default_weights_for(ctx, page.PRAGMATIC_PREFERENCE) == "tiny-pragmatic"
+    assert ctx.default_weights(page.LITERAL_PREFERENCE) == "tiny-literal"
+    assert ctx.default_weights(page.PRAGMATIC_PREFERENCE) == "tiny-pragmatic"
 
 
 def test_build_registers_named_endpoints(ctx):

@@ -115,3 +115,15 @@ def test_two_demos_load_one_after_another(monkeypatch, tmp_path):
     for t in threads:
         t.join()
     assert overlaps == [1, 1] and len(ctx.pool.stats().loaded) == 2
+
+
+def test_preferred_default_and_missing_weights(monkeypatch, tmp_path):
+    from shared.weights import WeightState
+
+    demo = make_demo(monkeypatch, tmp_path)
+    ctx = DemoContext(demo, ModelPool(budget_bytes=10**6))
+    assert ctx.default_weights(prefer=("official", "nope", "local")) == "local"  # first preferred that is here
+    assert ctx.missing_weights("local") is None
+    ws, st = ctx.missing_weights("official")
+    assert ws.name == "official" and st is WeightState.UNAVAILABLE and not st.here
+    assert WeightState.BUNDLED.here and WeightState.CACHED.here and not WeightState.DOWNLOADABLE.here

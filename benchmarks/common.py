@@ -1,7 +1,8 @@
-"""Timing helper shared by the benchmark scripts."""
+"""Helpers shared by the benchmark scripts."""
 
 from __future__ import annotations
 
+import socket
 import statistics
 import time
 from collections.abc import Callable
@@ -17,3 +18,10 @@ def median_time(fn: Callable[[], object], repeats: int, warmup: bool = False) ->
         fn()
         times.append(time.perf_counter() - start)
     return statistics.median(times)
+
+
+def free_port() -> int:
+    """A free TCP port on loopback (benchmarks serve only on this machine)."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
