@@ -6,7 +6,8 @@
   time with RSA (H: the listeners' consistent samples + the target, U: candidate examples consistent with the
   target), then retrains the listener from the literal weights on the prefixes of all rounds' specs.
   We have no speaker model, so U comes from our example sampler over the target (positives from the regex,
-  random negatives): a substitute for upstream's sampled speaker utterances.
+  random negatives): a substitute for upstream's sampled speaker utterances. ``--replay F`` (not upstream; 0 by
+  default) mixes F fresh random-spec rows per self-play row into each round's training pass.
 * ``specs``: held-out spec files (programs from the held-out split) with random or RSA-chosen examples.
 
 Everything is logged to ``<out>/train_log.jsonl``: the config first, then loss points, then a summary.
@@ -197,12 +198,14 @@ def train_pragmatic(args) -> None:
         data.extend((spec[:i], t) for spec, t in zip(specs, targets, strict=True) for i in range(1, len(spec) + 1))
         sampled_s = round(time.time() - t0, 1)
         learner.model.load_state_dict(init_state)  # train_from_init: every round restarts from the literal weights
-        order = data[:]
+        replay = random_rows(rng, int(len(data) * args.replay), args.replay_max_examples) if args.replay else []
+        order = data + replay
         rng.shuffle(order)
         batches = (order[i:i + args.batch_size] for i in range(0, len(order), args.batch_size))
         stats = train_steps(learner.model, batches, len(order) // args.batch_size + 1, args.lr, log,
                             schedule="constant", phase=f"round-{round_}")
-        log.write(event="round", round=round_, targets=len(targets), rows=len(data), sampling_s=sampled_s,
+        log.write(event="round", round=round_, targets=len(targets), rows=len(data), replay_rows=len(replay),
+                  sampling_s=sampled_s,
                   mean_spec_len=sum(map(len, specs)) / len(specs), **stats)
         save_bundled(learner.model, out)
         if time.time() > deadline:
@@ -254,6 +257,9 @@ def main(argv: list[str] | None = None) -> int:
     prag.add_argument("--lr", type=float, default=5e-5)
     prag.add_argument("--batch-size", type=int, default=32)
     prag.add_argument("--minutes", type=float, default=60.0)
+    prag.add_argument("--replay", type=float, default=0.0,
+                      help="random-spec rows mixed in per self-play row each round (0: upstream's recipe)")
+    prag.add_argument("--replay-max-examples", type=int, default=8)
     spec = sub.add_parser("specs", help="write a held-out spec file")
     spec.add_argument("--mode", choices=("random", "rsa"), required=True)
     spec.add_argument("--out", required=True)

@@ -15,7 +15,8 @@ def trained(tmp_path_factory):
     root = tmp_path_factory.mktemp("train")
     assert train.main(["literal", "--out", str(root / "lit"), "--steps", "4", "--batch-size", "4", *TINY]) == 0
     assert train.main(["pragmatic", "--init", str(root / "lit"), "--out", str(root / "prag"), "--rounds", "2",
-                       "--targets", "3", "--samples", "4", "--spec-size", "2", "--batch-size", "4"]) == 0
+                       "--targets", "3", "--samples", "4", "--spec-size", "2", "--batch-size", "4",
+                       "--replay", "0.5"]) == 0
     return root
 
 
@@ -39,6 +40,7 @@ def test_pragmatic_self_play_logs_rounds_of_prefix_data(trained):
     rounds = [r for r in log if r["event"] == "round"]
     assert [r["round"] for r in rounds] == [1, 2]
     assert rounds[0]["rows"] == 6 and rounds[1]["rows"] == 12  # 3 targets x 2 prefixes per round, accumulated
+    assert [r["replay_rows"] for r in rounds] == [3, 6]  # --replay 0.5: half as many fresh random-spec rows
     assert (trained / "prag" / "model.safetensors").is_file()
 
 
