@@ -1,7 +1,8 @@
 """Rerun every benchmark and rewrite BENCHMARKS.md: machine, library versions, and per benchmark its command,
 baseline, result and ratio (each script measures its own baseline in the same run).
 
-Run: python benchmarks/run_all.py
+Run: python benchmarks/run_all.py [--only WORD ...]   (--only: rerun the benchmarks whose title contains a WORD and
+keep every other section of the existing file as it is; each section records the date it was measured)
 """
 
 from __future__ import annotations
@@ -29,6 +30,9 @@ BENCHMARKS = [
      "256×256 grid; goal ≥ 50× faster load, identical ids", "python benchmarks/geodiffusion_tokenizer.py --repeats 3"),
     ("3D-MoLM: conformer, encoder and tiny pipeline timings", "absolute CPU timings (no upstream baseline runs here)",
      "python benchmarks/molm3d_pipeline.py --repeats 3"),
+    ("PraX: bundled pragmatic vs literal listener", "`tiny-literal` on the same held-out specs, same run, 50 listener "
+     "samples per spec; the paper claims pragmatic training wins on informative examples",
+     "python benchmarks/prax_listeners.py --samples 50"),
     ("Hub under load (PraX + Tag2Text endpoints)", "throughput with one client, same run",
      "python benchmarks/load.py --requests 48 --concurrency 1 8 32"),
 ]
@@ -51,10 +55,23 @@ def run(command: str) -> str:
     return "\n".join(table)
 
 
+def existing_sections(path: Path) -> dict[str, str]:
+    """``## title`` → that section's text (title line excluded) in an existing BENCHMARKS.md."""
+    if not path.exists():
+        return {}
+    sections: dict[str, str] = {}
+    for chunk in path.read_text(encoding="utf-8").split("\n## ")[1:]:
+        title, _, body = chunk.partition("\n")
+        sections[title.strip()] = body.strip("\n")
+    return sections
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, default=ROOT / "BENCHMARKS.md")
+    parser.add_argument("--only", nargs="+", metavar="WORD", help="rerun only benchmarks whose title has a WORD")
     args = parser.parse_args(argv)
+    kept = existing_sections(args.out) if args.only else {}
     cpu = next((line.split(":", 1)[1].strip() for line in Path("/proc/cpuinfo").read_text().splitlines()
                 if line.startswith("model name")), platform.processor()) if Path("/proc/cpuinfo").exists() else ""
     lines = [
@@ -67,8 +84,13 @@ def main(argv: list[str] | None = None) -> None:
         f"- Python {platform.python_version()}; " + ", ".join(f"{n} {version(n)}" for n in LIBRARIES), "",
     ]
     for title, baseline, command in BENCHMARKS:
+        rerun = not args.only or any(word.lower() in title.lower() for word in args.only)
+        if not rerun and title in kept:
+            lines += [f"## {title}", "", kept[title], ""]
+            continue
         print(f"running: {command}", file=sys.stderr)
-        lines += [f"## {title}", "", f"Command: `{command}`", "", f"Baseline: {baseline}.", "", run(command), ""]
+        lines += [f"## {title}", "", f"Command: `{command}`", "", f"Baseline: {baseline}.", "",
+                  f"Measured: {datetime.date.today().isoformat()}.", "", run(command), ""]
     args.out.write_text("\n".join(lines), encoding="utf-8")
     print(args.out.read_text(encoding="utf-8"))
 

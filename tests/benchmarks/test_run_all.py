@@ -1,0 +1,28 @@
+"""benchmarks/run_all.py --only: the sections it does not rerun are kept exactly as they were."""
+
+import importlib.util
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _run_all():
+    spec = importlib.util.spec_from_file_location("run_all", ROOT / "benchmarks" / "run_all.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_only_keeps_the_sections_it_does_not_rerun(tmp_path, capsys):
+    run_all = _run_all()
+    old = tmp_path / "BENCHMARKS.md"
+    bodies = {title: f"Command: `{command}`\n\n| kept | {i} |"
+              for i, (title, _, command) in enumerate(run_all.BENCHMARKS)}
+    old.write_text("# Benchmarks\n\nold header\n\n" + "\n".join(f"## {t}\n\n{b}\n" for t, b in bodies.items()))
+    assert run_all.existing_sections(old) == bodies
+    run_all.main(["--out", str(old), "--only", "no-benchmark-has-this-word"])
+    new = old.read_text()
+    assert "old header" not in new and "- Machine:" in new
+    assert run_all.existing_sections(old) == bodies
+    assert [line for line in new.splitlines() if line.startswith("## ")] == [f"## {t}" for t in bodies]
+    capsys.readouterr()
