@@ -31,7 +31,7 @@ BENCHMARKS = [
     ("3D-MoLM: conformer, encoder and tiny pipeline timings", "absolute CPU timings (no upstream baseline runs here)",
      "python benchmarks/molm3d_pipeline.py --repeats 3"),
     ("PraX: bundled pragmatic vs literal listener", "`tiny-literal` on the same held-out specs, same run, 50 listener "
-     "samples per spec; the paper claims pragmatic training wins on informative examples",
+     "samples per spec, 3 sampling seeds; the paper claims pragmatic training wins on informative examples",
      "python benchmarks/prax_listeners.py --samples 50"),
     ("Hub under load (PraX + Tag2Text endpoints)", "throughput with one client, same run",
      "python benchmarks/load.py --requests 48 --concurrency 1 8 32"),
