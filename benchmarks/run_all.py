@@ -74,13 +74,14 @@ def main(argv: list[str] | None = None) -> None:
     kept = existing_sections(args.out) if args.only else {}
     cpu = next((line.split(":", 1)[1].strip() for line in Path("/proc/cpuinfo").read_text().splitlines()
                 if line.startswith("model name")), platform.processor()) if Path("/proc/cpuinfo").exists() else ""
+    machine = (f"{os.cpu_count()} CPU cores ({cpu}), "
+               f"{os.sysconf('SC_PAGE_SIZE') * os.sysconf('SC_PHYS_PAGES') / 2**30:.0f} GiB RAM, no GPU")
     lines = [
         "# Benchmarks", "",
         "Rewritten by `python benchmarks/run_all.py`. Every number is measured against a baseline in the same run on "
         "the same machine; the command that produced each table is above it.", "",
         f"- Date: {datetime.date.today().isoformat()}",
-        f"- Machine: {os.cpu_count()} CPU cores ({cpu}), "
-        f"{os.sysconf('SC_PAGE_SIZE') * os.sysconf('SC_PHYS_PAGES') / 2**30:.0f} GiB RAM, no GPU",
+        f"- Machine: {machine}" + (" (this run; sections kept from earlier runs may differ)" if args.only else ""),
         f"- Python {platform.python_version()}; " + ", ".join(f"{n} {version(n)}" for n in LIBRARIES), "",
     ]
     for title, baseline, command in BENCHMARKS:
@@ -90,7 +91,7 @@ def main(argv: list[str] | None = None) -> None:
             continue
         print(f"running: {command}", file=sys.stderr)
         lines += [f"## {title}", "", f"Command: `{command}`", "", f"Baseline: {baseline}.", "",
-                  f"Measured: {datetime.date.today().isoformat()}.", "", run(command), ""]
+                  f"Measured: {datetime.date.today().isoformat()} on {machine}.", "", run(command), ""]
     args.out.write_text("\n".join(lines), encoding="utf-8")
     print(args.out.read_text(encoding="utf-8"))
 
