@@ -20,8 +20,7 @@ sys.path.insert(0, str(ROOT))
 
 from apps.prax import DEMO  # noqa: E402
 from apps.prax.evaluate import load_specs, score  # noqa: E402
-from apps.prax.pipeline import PraxPipeline  # noqa: E402
-from shared import weights  # noqa: E402
+from shared.context import load_pipeline  # noqa: E402
 
 SPEC_FILES = {"random examples": "checkpoints/prax/heldout-random.json",
               "RSA-chosen examples": "checkpoints/prax/heldout-rsa.json"}
@@ -34,8 +33,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--limit", type=int, default=None, help="score only the first M specs of each file")
     parser.add_argument("--sets", nargs=2, default=("tiny-literal", "tiny-pragmatic"), metavar=("BASELINE", "OURS"))
     args = parser.parse_args(argv)
-    listeners = {name: PraxPipeline.from_pretrained(weights.resolve(DEMO.id, DEMO.weight_set(name)), device="cpu")
-                 for name in args.sets}
+    listeners = {name: load_pipeline(DEMO, DEMO.weight_set(name)) for name in args.sets}
     baseline, ours = args.sets
     print(f"| spec set | n x seeds | `{baseline}` top-1 | top-10 | `{ours}` top-1 | top-10 | top-1 ratio |")
     print("|---|---|---|---|---|---|---|")

@@ -59,12 +59,11 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         from apps.prax import DEMO
-        from apps.prax.pipeline import PraxPipeline
-        from shared import weights
+        from shared.context import load_pipeline
 
         ws = DEMO.weight_set(args.weights)
         specs = load_specs(args.specs, args.limit)
-        pipeline = PraxPipeline.from_pretrained(weights.resolve(DEMO.id, ws))
+        pipeline = load_pipeline(DEMO, ws)
         result = score(pipeline, specs, num_samples=args.samples, seed=args.seed)
     except DemoHubError as error:
         print(f"error: {error}", file=sys.stderr)

@@ -198,15 +198,14 @@ def train_pragmatic(args) -> None:
         data.extend((spec[:i], t) for spec, t in zip(specs, targets, strict=True) for i in range(1, len(spec) + 1))
         sampled_s = round(time.time() - t0, 1)
         learner.model.load_state_dict(init_state)  # train_from_init: every round restarts from the literal weights
-        replay = random_rows(rng, int(len(data) * args.replay), args.replay_max_examples) if args.replay else []
+        replay = random_rows(rng, int(len(data) * args.replay), args.replay_max_examples)
         order = data + replay
         rng.shuffle(order)
         batches = (order[i:i + args.batch_size] for i in range(0, len(order), args.batch_size))
         stats = train_steps(learner.model, batches, len(order) // args.batch_size + 1, args.lr, log,
                             schedule="constant", phase=f"round-{round_}")
         log.write(event="round", round=round_, targets=len(targets), rows=len(data), replay_rows=len(replay),
-                  sampling_s=sampled_s,
-                  mean_spec_len=sum(map(len, specs)) / len(specs), **stats)
+                  sampling_s=sampled_s, mean_spec_len=sum(map(len, specs)) / len(specs), **stats)
         save_bundled(learner.model, out)
         if time.time() > deadline:
             log.write(event="stopped", reason="time budget reached", after_round=round_)
