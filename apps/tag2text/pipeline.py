@@ -20,7 +20,7 @@ import torch
 from apps.tag2text.checkpoint import load_model
 from apps.tag2text.config import VOCAB_FILE, Tag2TextConfig
 from apps.tag2text.decoding import beam_search
-from apps.tag2text.images import MAX_BATCH, load_image, preprocess
+from apps.tag2text.images import MAX_BATCH, load_images, preprocess
 from apps.tag2text.model import Tag2Text
 from shared.errors import UserInputError
 from shared.validation import check_text
@@ -123,7 +123,7 @@ class Tag2TextPipeline:
         return self.model.fc.W.dtype
 
     def pixel_values(self, images: Sequence[Any]) -> torch.Tensor:
-        rgb = [load_image(im, _name(im, i)) for i, im in enumerate(images)]
+        rgb = load_images(images, [_name(im, i) for i, im in enumerate(images)])
         return torch.from_numpy(preprocess(rgb, self.config.image_size)).to(device=self.device, dtype=self.dtype)
 
     @torch.inference_mode()
@@ -142,7 +142,7 @@ class Tag2TextPipeline:
         base = self.config.threshold if threshold is None else _check_threshold(threshold)
         thresholds = class_thresholds(self.config, base)
         per_image_user_tags = _per_image(user_tags, len(images))
-        rgb = [load_image(im, _name(im, i)) for i, im in enumerate(images)]  # every image checked before any work
+        rgb = load_images(images, [_name(im, i) for i, im in enumerate(images)])  # all headers checked before decoding
         results: list[Tag2TextResult] = []
         for start in range(0, len(rgb), self.batch_size):
             chunk = slice(start, start + self.batch_size)

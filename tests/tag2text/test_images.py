@@ -159,3 +159,26 @@ def test_jpeg_cut_inside_its_headers_is_refused():
     Image.new("RGB", (64, 64), (200, 30, 30)).save(buffer, "JPEG")
     with pytest.raises(UserInputError, match="damaged or incomplete"):
         load_image(buffer.getvalue()[: len(buffer.getvalue()) // 3])
+
+
+@pytest.mark.parametrize("cut", ["inside the JPEG headers", "inside the PNG pixels"])
+def test_damaged_file_message_is_ours_alone(cut, tmp_path):
+    """Visitors read our sentence, never the decoder's exception text ("broken data stream", "truncated", ...)."""
+    picture = Image.fromarray(np.random.default_rng(0).integers(0, 256, (64, 64, 3), dtype=np.uint8))
+    if cut == "inside the JPEG headers":
+        data = io.BytesIO()
+        picture.save(data, format="JPEG")
+        data = data.getvalue()[:300]
+    else:
+        data = png_bytes(picture)
+        data = data[: len(data) // 2]
+    sentence = "is damaged or incomplete and could not be decoded; re-save or re-download it and try again."
+    with pytest.raises(UserInputError) as caught:
+        load_image(data, "photo.png")
+    assert str(caught.value) == f"photo.png {sentence}"
+    path = tmp_path / "batch.zip"
+    with zipfile.ZipFile(path, "w") as zf:
+        zf.writestr("photo.png", data)
+        zf.writestr("fine.png", png_bytes(picture))
+    images, skipped = collect_images([path])
+    assert [im.name for im in images] == ["fine.png"] and skipped == [f"photo.png (photo.png {sentence})"]
