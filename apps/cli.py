@@ -14,6 +14,7 @@ import sys
 from pathlib import Path
 
 from apps import DEMOS, get_demo
+from apps.settings import add_arguments
 from shared import weights
 from shared.errors import DemoHubError
 
@@ -22,17 +23,29 @@ LIBRARIES = ("torch", "gradio", "gradio_client", "streamlit", "transformers", "h
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
+    from apps.settings import from_args
+
+    settings = from_args(args)
     if args.streamlit:
         app = Path(__file__).with_name("streamlit_hub.py")
-        if not app.exists():
-            print("The Streamlit hub is not built yet; run `demohub serve` for the Gradio hub.", file=sys.stderr)
-            return 2
-        return subprocess.call([sys.executable, "-m", "streamlit", "run", str(app), "--server.address", args.host,
+        # The Streamlit process reads the decided download rule from its environment (apps/streamlit_ui.py).
+        env = {**os.environ, "DEMOHUB_DOWNLOADS": "on" if settings.downloads_allowed else "off"}
+        return subprocess.call([sys.executable, "-m", "streamlit", "run", str(app), "--server.address", settings.host,
                                 "--server.port", str(args.port or 8501), "--browser.gatherUsageStats", "false",
-                                "--client.toolbarMode", "minimal"])
+                                "--client.toolbarMode", "minimal",
+                                "--server.maxUploadSize", str(max(1, settings.max_file_size // 1_000_000))], env=env)
     from apps import hub
 
-    hub.launch(args.host, args.port or 7860, args.share)
+    hub.launch(settings)
+    return 0
+
+
+def cmd_stats(args: argparse.Namespace) -> int:
+    import json
+
+    from apps.serving import read_operator_stats
+
+    print(json.dumps(read_operator_stats(args.port), indent=1))
     return 0
 
 
@@ -125,13 +138,16 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="demohub", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
 
-    serve = sub.add_parser("serve", help="start the hub (Gradio, or Streamlit with --streamlit)")
+    serve = sub.add_parser("serve", help="start the hub (Gradio, or Streamlit with --streamlit)",
+                           description="Start the hub. Every switch also reads its DEMOHUB_* variable; the README's "
+                                       "'Deploying publicly' section explains each.")
     serve.add_argument("--streamlit", action="store_true")
-    serve.add_argument("--host", default=os.environ.get("DEMOHUB_HOST", "127.0.0.1"))
-    port = os.environ.get("DEMOHUB_PORT")
-    serve.add_argument("--port", type=int, default=int(port) if port else None)
-    serve.add_argument("--share", action="store_true", help="also open a temporary public gradio.live link")
+    add_arguments(serve, default_port=None)
     serve.set_defaults(func=cmd_serve)
+
+    stats = sub.add_parser("stats", help="loaded models and queue of the hub running on this machine (operators)")
+    stats.add_argument("--port", type=int, default=int(os.environ.get("DEMOHUB_PORT", "7860")))
+    stats.set_defaults(func=cmd_stats)
 
     sub.add_parser("list", help="demos, weight sets, sizes, and whether each is here").set_defaults(func=cmd_list)
 
@@ -164,6 +180,10 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    import logging
+
+    logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    logging.getLogger("demohub").setLevel(logging.INFO)
     args = build_parser().parse_args(argv)
     try:
         return args.func(args)

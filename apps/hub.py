@@ -11,7 +11,6 @@ import html
 import importlib
 import importlib.util
 import os
-import traceback
 from dataclasses import dataclass
 from types import ModuleType
 
@@ -19,10 +18,12 @@ os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
 
 import gradio as gr  # noqa: E402
 
-from apps import DEMOS, catalog  # noqa: E402
-from apps.ui import gpu_event_kwargs, notice, theme  # noqa: E402
+from apps import DEMOS, catalog, serving  # noqa: E402
+from apps.settings import ServeSettings, add_arguments, from_args  # noqa: E402
+from apps.ui import notice, theme  # noqa: E402
 from shared import weights  # noqa: E402
 from shared.context import DemoContext  # noqa: E402
+from shared.errors import report  # noqa: E402
 from shared.pool import ModelPool, default_pool  # noqa: E402
 from shared.registry import Demo  # noqa: E402
 
@@ -35,6 +36,7 @@ CSS = """
 .demo-badge { background: var(--color-accent-soft); border-radius: 6px; padding: 0 .4rem; font-size: .8em; }
 .demohub-notice { padding: .8rem 1rem; border-radius: 8px; background: var(--color-accent-soft); }
 .demohub-error { background: #fde8e8; color: #7f1d1d; }
+.demohub-warning { background: #fef3c7; color: #78350f; }
 """
 
 
@@ -57,35 +59,38 @@ def import_page(demo: Demo) -> PageResult:
     try:
         return PageResult(demo, "ready", importlib.import_module(demo.page))
     except Exception as error:
-        traceback.print_exc()
-        return PageResult(demo, "error", reason=f"{type(error).__name__}: {error}")
+        return PageResult(demo, "error", reason=_failure(error))
 
 
-def render_page(page: PageResult, pool: ModelPool) -> None:
+def _failure(error: BaseException) -> str:
+    """What a visitor reads about a page that failed to build: a sentence and the id of the log entry."""
+    return f"its page could not be built (error id {report(error)}; the server log has the details)"
+
+
+def render_page(page: PageResult, ctx: DemoContext) -> None:
     """Build the page inside the current route (a nested Blocks: no app of its own, so the hub starts faster)."""
     if page.status == "ready":
         try:
-            page.module.build(DemoContext(page.demo, pool))
+            page.module.build(ctx)
             return
         except Exception as error:
-            traceback.print_exc()
-            page.status, page.reason = "error", f"{type(error).__name__}: {error}"
+            page.status, page.reason = "error", _failure(error)
     gr.Markdown(f"# {page.demo.emoji} {page.demo.title}\n\n{page.demo.tagline}")
     if page.status == "coming-soon":
         gr.HTML(notice("This demo is coming soon: its page is not built yet. The paper card and weights "
                        "are registered; see the catalog for the paper."))
     else:
-        gr.HTML(notice(f"This demo failed to load, the rest of the hub works. Reason: {page.reason}", kind="error"))
+        gr.HTML(notice(f"This demo failed to load, the rest of the hub works: {page.reason}.", kind="error"))
 
 
-def card_html(page: PageResult) -> str:
+def card_html(page: PageResult, downloads: bool = False) -> str:
     demo, p = page.demo, page.demo.paper
     status = {"ready": "", "coming-soon": " · coming soon", "error": " · failed to load"}[page.status]
     return (
         f'<div class="demo-card" data-demo="{demo.id}"><h3>{demo.emoji} <a href="/{demo.id}">'
         f"{html.escape(demo.title)}</a></h3><p>{html.escape(demo.tagline)}</p>"
         f'<p><a href="{p.url}">Paper</a> · <a href="{p.code_url}">Official code</a></p>'
-        f'<p class="state">{html.escape(weights.summary(demo))}{status}</p></div>'
+        f'<p class="state">{html.escape(weights.summary(demo, downloads))}{status}</p></div>'
     )
 
 
@@ -114,22 +119,18 @@ def catalog_api(query: str = "", only_demos: bool = False) -> list[dict]:
     return [e.as_dict() for e in catalog.search(query, only_demos)]
 
 
-def pool_stats_api() -> dict:
-    """Loaded models with their sizes in bytes, and the pool's hits, misses, loads and evictions."""
-    stats = default_pool().stats()
-    return {"loaded": stats.loaded, "hits": stats.hits, "misses": stats.misses, "loads": stats.loads,
-            "evictions": stats.evictions, "budget_bytes": stats.budget_bytes, "used_bytes": stats.used_bytes}
-
-
-def build_hub(pool: ModelPool | None = None) -> gr.Blocks:
+def build_hub(pool: ModelPool | None = None, settings: ServeSettings | None = None) -> gr.Blocks:
     pool = pool or default_pool()
+    settings = settings or ServeSettings()
     pages = [import_page(demo) for demo in DEMOS]
+    contexts = {p.demo.id: DemoContext(p.demo, pool, downloads=settings.downloads_allowed,
+                                       concurrency=settings.demo_concurrency) for p in pages}
     with gr.Blocks(title="Paper Demo Hub", analytics_enabled=False) as hub:
         gr.Markdown(
             "# 📄 Paper Demo Hub\nTry ICLR 2024 papers hands-on, on their official weights. "
             "Pick a demo, or browse the catalog below."
         )
-        gr.HTML('<div class="demo-cards">' + "".join(card_html(p) for p in pages) + "</div>")
+        cards = gr.HTML()
         gr.Markdown("## ICLR 2024 catalog")
         with gr.Row():
             query = gr.Textbox(label="Search titles and abstracts", scale=4)
@@ -139,32 +140,32 @@ def build_hub(pool: ModelPool | None = None) -> gr.Blocks:
             trigger(lambda q, o: catalog_html(catalog.search(q, o)), [query, only_demos], listing,
                     api_visibility="private")
         gr.api(catalog_api, api_name="catalog")
-        gr.api(pool_stats_api, api_name="pool_stats")
 
     for page in pages:
         with hub.route(f"{page.demo.emoji} {page.demo.id}", f"/{page.demo.id}"):
-            render_page(page, pool)
+            render_page(page, contexts[page.demo.id])
+    # Cards after the routes: a page that failed to build shows "failed to load" on its card too.
+    cards.value = ('<div class="demo-cards">' + "".join(card_html(p, settings.downloads_allowed) for p in pages)
+                   + "</div>")
+    hub.config = hub.get_config_file()  # launch() recomputes it too; this keeps the built Blocks consistent
     return hub
 
 
-def launch(host: str = "127.0.0.1", port: int | None = None, share: bool = False,
-           prevent_thread_lock: bool = False, pool: ModelPool | None = None):
-    hub = build_hub(pool)
-    hub.queue(default_concurrency_limit=gpu_event_kwargs()["concurrency_limit"])
-    return hub, hub.launch(
-        server_name=host, server_port=port, share=share, prevent_thread_lock=prevent_thread_lock,
-        show_error=True,  # Gradio's own input checks (wrong types through the API) then say what was wrong
-        theme=theme(), css=CSS, footer_links=["api", "settings"], quiet=prevent_thread_lock,
-    )
+def launch(settings: ServeSettings | None = None, *, prevent_thread_lock: bool = False,
+           pool: ModelPool | None = None):
+    """Serve the hub under ``settings`` (defaults: a private hub on 127.0.0.1:7860); returns (blocks, launch result)."""
+    settings = settings or ServeSettings()
+    pool = pool or default_pool()
+    hub = build_hub(pool, settings)
+    return hub, serving.launch(hub, settings, stats=lambda: pool.stats().as_dict(),
+                               prevent_thread_lock=prevent_thread_lock, theme=theme(), css=CSS,
+                               footer_links=["api", "settings"])
 
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="python -m apps.hub", description="Serve the Paper Demo Hub (Gradio).")
-    parser.add_argument("--host", default=os.environ.get("DEMOHUB_HOST", "127.0.0.1"))
-    parser.add_argument("--port", type=int, default=int(os.environ.get("DEMOHUB_PORT", "7860")))
-    parser.add_argument("--share", action="store_true", help="also open a temporary public gradio.live link")
-    args = parser.parse_args(argv)
-    launch(args.host, args.port, args.share)
+    add_arguments(parser)
+    launch(from_args(parser.parse_args(argv)))
 
 
 if __name__ == "__main__":

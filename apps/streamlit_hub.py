@@ -14,7 +14,7 @@ import streamlit as st
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # `streamlit run` puts only apps/ on the path
 
 from apps import DEMOS, catalog  # noqa: E402
-from apps.streamlit_ui import shared_pool  # noqa: E402
+from apps.settings import from_env  # noqa: E402
 from shared import weights  # noqa: E402
 
 HERE = Path(__file__).parent
@@ -29,7 +29,7 @@ def landing() -> None:
             st.subheader(f"{demo.emoji} {demo.title}")
             st.write(demo.tagline)
             st.markdown(f"[Paper]({demo.paper.url}) · [Official code]({demo.paper.code_url})")
-            st.caption(weights.summary(demo))
+            st.caption(weights.summary(demo, from_env().downloads_allowed))
     st.header("ICLR 2024 catalog")
     query = st.text_input("Search titles and abstracts")
     only_demos = st.checkbox("Only papers with a demo")
@@ -42,8 +42,6 @@ def landing() -> None:
             st.write(entry.abstract)
             if link:
                 st.markdown(link.removeprefix(" · "))
-    with st.expander("Loaded models"):
-        st.json(shared_pool().stats().__dict__)
 
 
 def coming_soon(demo):

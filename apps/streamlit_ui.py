@@ -5,6 +5,7 @@ from __future__ import annotations
 import streamlit as st
 
 from apps import get_demo
+from apps.settings import from_env
 from shared.context import DemoContext
 from shared.errors import user_message
 from shared.pool import ModelPool, default_pool
@@ -17,7 +18,9 @@ def shared_pool() -> ModelPool:
 
 
 def demo_context(demo_id: str) -> DemoContext:
-    return DemoContext(get_demo(demo_id), shared_pool())
+    settings = from_env()  # `demohub serve --streamlit` passes its decided DEMOHUB_DOWNLOADS
+    return DemoContext(get_demo(demo_id), shared_pool(), downloads=settings.downloads_allowed,
+                       concurrency=settings.demo_concurrency)
 
 
 def paper_card(demo_id: str) -> None:

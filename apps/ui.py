@@ -5,12 +5,16 @@ from __future__ import annotations
 import functools
 import html
 import inspect
-import os
+import shutil
+import time
+import uuid
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import gradio as gr
 
+from shared import weights
 from shared.context import DemoContext
 from shared.errors import as_gradio_error
 from shared.registry import Demo
@@ -18,9 +22,28 @@ from shared.registry import Demo
 GRADIO_JS_URL = f"https://gradio.s3-us-west-2.amazonaws.com/{gr.__version__}/gradio.js"
 
 
-def gpu_event_kwargs() -> dict[str, Any]:
-    """Events that run a model share one concurrency group sized by ``DEMOHUB_GPU_CONCURRENCY``."""
-    return {"concurrency_id": "gpu", "concurrency_limit": int(os.environ.get("DEMOHUB_GPU_CONCURRENCY", "1"))}
+OUTPUTS_MAX_AGE = 600  # seconds: Gradio copies returned files into its own cache at once; ours are then stale
+
+
+def model_events(ctx: DemoContext) -> dict[str, Any]:
+    """Events that run a model: one concurrency group per demo, so one demo's queue never holds up another's (the
+    device itself is shared through ``ctx.compute``)."""
+    return {"concurrency_id": ctx.demo.id, "concurrency_limit": ctx.concurrency}
+
+
+def output_folder(prefix: str) -> Path:
+    """A fresh folder under Gradio's cache for files a handler returns; older ones are removed on the way."""
+    from gradio.utils import get_upload_folder
+
+    root = Path(get_upload_folder()) / "demohub-outputs"
+    if root.is_dir():
+        cutoff = time.time() - OUTPUTS_MAX_AGE
+        for old in root.iterdir():
+            if old.is_dir() and old.stat().st_mtime < cutoff:
+                shutil.rmtree(old, ignore_errors=True)
+    folder = root / f"{prefix}-{uuid.uuid4().hex[:12]}"
+    folder.mkdir(parents=True)
+    return folder
 
 
 def user_errors(fn: Callable) -> Callable:
@@ -68,6 +91,20 @@ def paper_card(demo: Demo) -> gr.Markdown:
 def weights_dropdown(ctx: DemoContext, label: str = "Weights") -> gr.Dropdown:
     """A selector listing each weight set with its state (loaded / bundled / cached / downloadable, size)."""
     return gr.Dropdown(choices=ctx.weight_choices(), value=ctx.default_weights(), label=label, interactive=True)
+
+
+def weights_notice(ctx: DemoContext, name: str | None = None, works_without: str = "") -> str:
+    """A banner when the chosen weights are not here: what still works, and who can fetch them, how."""
+    missing = ctx.missing_weights(name)
+    if missing is None:
+        return ""
+    ws, st = missing
+    what = f"The weights '{ws.name}' ({ws.size_text})"
+    rest = f" {works_without}" if works_without else ""
+    if st is weights.WeightState.DOWNLOADABLE:
+        return notice(f"{what} are not downloaded yet; they download when the demo first runs.{rest}", "warning")
+    return notice(f"{what} are not on this server.{rest} The operator can fetch them with "
+                  f"`{weights.download_command(ctx.demo.id, ws)}`.", "warning")
 
 
 def embed_snippets(demo: Demo, space_id: str | None = None, hub_url: str = "http://localhost:7860") -> dict[str, str]:

@@ -2,8 +2,8 @@
 
 Run: python benchmarks/load.py [--requests 48] [--concurrency 1 8 32]
 One hub process (apps.hub.launch) on loopback, bundled PraX weights and a tiny Tag2Text checkpoint in the official
-layout, DEMOHUB_GPU_CONCURRENCY=4; each client sends its share of requests one after another. The ratio column is
-throughput relative to one client, measured in the same run.
+layout, each demo running 4 model calls at once (`--demo-concurrency 4`); each client sends its share of requests
+one after another. The ratio column is throughput relative to one client, measured in the same run.
 """
 
 from __future__ import annotations
@@ -64,11 +64,12 @@ def main(argv: list[str] | None = None) -> None:
     write_tiny_checkpoint(work / "ckpts" / "tag2text" / "tag2text-swin-14m")
     image = work / "image.png"
     Image.radial_gradient("L").convert("RGB").resize((128, 128)).save(image)
-    os.environ.update(HF_HUB_OFFLINE="1", HF_HUB_CACHE=str(work / "hub"), DEMOHUB_GPU_CONCURRENCY="4",
+    os.environ.update(HF_HUB_OFFLINE="1", HF_HUB_CACHE=str(work / "hub"),
                       DEMOHUB_CHECKPOINTS=str(work / "ckpts"), GRADIO_ANALYTICS_ENABLED="False")
     from apps import hub
+    from apps.settings import ServeSettings
 
-    blocks, (_, url, _) = hub.launch(port=free_port(), prevent_thread_lock=True)
+    blocks, (_, url, _) = hub.launch(ServeSettings(port=free_port(), demo_concurrency=4), prevent_thread_lock=True)
     run_level(url, 2, 4, str(image))  # warm up: load both models once
     rows, base = [], None
     for level in args.concurrency:

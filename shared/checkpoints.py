@@ -28,14 +28,14 @@ def load_torch_checkpoint(path: str | Path, safe_globals: tuple = ()):
 
     path = Path(path)
     if not path.is_file():
-        raise CheckpointError(f"{path.name} is missing from {path.parent}; re-download the weights.")
+        raise CheckpointError(f"{path.name} is missing from the weights folder; re-download the weights.")
     try:
         with torch.serialization.safe_globals(list(safe_globals)):
             return torch.load(path, map_location="cpu", weights_only=True, mmap=_is_zip(path))
     except pickle.UnpicklingError as error:
         raise CheckpointError(
             f"{path.name} contains objects other than plain weights (possibly code), so it was refused "
-            f"(weights_only loading). Only use checkpoints from the official repository. ({str(error)[:300]})"
+            "(weights_only loading). Only use checkpoints from the official repository."
         ) from error
     except (RuntimeError, EOFError, OSError, ValueError) as error:
         raise CheckpointError(_corrupt(path, error)) from error
@@ -62,7 +62,7 @@ def load_safetensors(path: str | Path) -> dict:
 
     path = Path(path)
     if not path.is_file():
-        raise CheckpointError(f"{path.name} is missing from {path.parent}; re-download the weights.")
+        raise CheckpointError(f"{path.name} is missing from the weights folder; re-download the weights.")
     try:
         return load_file(str(path))
     except (SafetensorError, OSError, ValueError, RuntimeError) as error:

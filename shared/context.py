@@ -1,9 +1,12 @@
-"""What a page gets: its demo record and the shared pool, and one way to load a pipeline through them."""
+"""What a page gets: its demo record, the shared pool, whether it may download, and one way to run a pipeline."""
 
 from __future__ import annotations
 
 import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from shared import weights
@@ -15,12 +18,13 @@ from shared.registry import Demo, WeightSet
 _LOAD_LOCK = threading.Lock()
 
 
-def load_pipeline(demo: Demo, ws: WeightSet) -> Any:
-    """Resolve the weights, then ``Pipeline.from_pretrained(folder, device=..., dtype=...)``."""
+def load_pipeline(demo: Demo, ws: WeightSet, folder: Path | None = None) -> Any:
+    """``Pipeline.from_pretrained(folder, device=..., dtype=...)``; without ``folder`` the weights are resolved first,
+    downloading if needed (operator commands: eval, benchmarks). Downloads never hold the load lock."""
     from shared.device import pick_device, pick_dtype
 
+    folder = folder or weights.resolve(demo.id, ws, allow_download=True)
     with _LOAD_LOCK:
-        folder = weights.resolve(demo.id, ws)
         device = pick_device()
         dtype = pick_dtype(device, demo.cpu_dtype, demo.gpu_dtype)
         return demo.pipeline_class().from_pretrained(folder, device=device, dtype=dtype)
@@ -30,17 +34,48 @@ def load_pipeline(demo: Demo, ws: WeightSet) -> Any:
 class DemoContext:
     demo: Demo
     pool: ModelPool = field(default_factory=default_pool)
+    downloads: bool = False  # may a request download missing weights? The operator decides (apps/settings.py).
+    concurrency: int = 1  # model calls of this demo that may run at once (its own queue group)
 
     def pipeline(self, weights_name: str | None = None) -> Any:
-        """The loaded pipeline for a weight set, from the pool (loaded at most once per process)."""
+        """The loaded pipeline for a weight set, from the pool (loaded at most once per process).
+
+        Order: a pool hit; else the weights are found on disk (or downloaded, if this context may) outside every lock;
+        only then does the pool make room and load, so a request that fails on missing weights unloads nothing.
+        """
         ws = self.demo.weight_set(weights_name or self.default_weights())
-        # The registered size describes the official download; a local folder (bundled, or tiny test weights) may
-        # be far smaller, so only official downloads make room in advance (the real size is measured after loading).
-        hint = 0 if weights.local_folder(self.demo.id, ws) else ws.size_bytes
-        return self.pool.get((self.demo.id, ws.name), lambda: load_pipeline(self.demo, ws), size_hint=hint)
+        key = (self.demo.id, ws.name)
+        found = self.pool.lookup(key)
+        if found is not None:
+            return found
+        folder = weights.resolve(self.demo.id, ws, allow_download=self.downloads)
+        return self.pool.get(key, lambda: load_pipeline(self.demo, ws, folder),
+                             size_hint=weights.folder_bytes(folder, ws))
+
+    @contextmanager
+    def compute(self, weights_name: str | None = None) -> Iterator[Any]:
+        """``with ctx.compute(name) as pipe: pipe(...)``: load (or download) first, then hold the device only for the
+        model call, so one demo's load or download never blocks another demo's compute."""
+        from shared.device import device_slot
+
+        pipe = self.pipeline(weights_name)
+        with device_slot():
+            yield pipe
+
+    def download(self, weights_name: str | None = None) -> Path:
+        """Fetch a weight set now (a page's Download button); refused unless this context may download."""
+        ws = self.demo.weight_set(weights_name or self.default_weights())
+        return weights.resolve(self.demo.id, ws, allow_download=self.downloads)
+
+    def weight_state(self, ws: WeightSet) -> weights.WeightState:
+        """The state a visitor sees: "downloadable" only where this context may download."""
+        st = weights.state(self.demo.id, ws)
+        if st is weights.WeightState.DOWNLOADABLE and not self.downloads:
+            return weights.WeightState.UNAVAILABLE
+        return st
 
     def weight_states(self) -> dict[str, weights.WeightState]:
-        return {ws.name: weights.state(self.demo.id, ws) for ws in self.demo.weight_sets}
+        return {ws.name: self.weight_state(ws) for ws in self.demo.weight_sets}
 
     def default_weights(self, prefer: tuple[str, ...] = ()) -> str:
         """The first weight set here without a download: from ``prefer`` first, then in the demo's order."""
@@ -53,18 +88,20 @@ class DemoContext:
     def missing_weights(self, name: str | None = None) -> tuple[WeightSet, weights.WeightState] | None:
         """The weight set and its state when it needs a download (or cannot be had); None when it is here."""
         ws = self.demo.weight_set(name or self.default_weights())
-        st = weights.state(self.demo.id, ws)
+        st = self.weight_state(ws)
         return None if st.here else (ws, st)
 
     def weight_choices(self) -> list[tuple[str, str]]:
         """(label, value) pairs for a weights selector: name, state, and size where a download is needed."""
         choices = []
         for ws in self.demo.weight_sets:
-            st = weights.state(self.demo.id, ws)
+            st = self.weight_state(ws)
             if (self.demo.id, ws.name) in self.pool:
                 label = "loaded"
-            elif st in (weights.WeightState.DOWNLOADABLE, weights.WeightState.UNAVAILABLE):
-                label = f"{st.value}, {ws.size_text}"
+            elif st is weights.WeightState.DOWNLOADABLE:
+                label = f"downloadable, {ws.size_text}"
+            elif st is weights.WeightState.UNAVAILABLE:
+                label = f"not on this server, {ws.size_text}"
             else:
                 label = st.value
             choices.append((f"{ws.name} ({label})", ws.name))

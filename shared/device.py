@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Any
 
 _DTYPES = {"float32": "float32", "fp32": "float32", "float16": "float16", "fp16": "float16",
@@ -43,6 +45,32 @@ def pick_dtype(device: str | None = None, cpu_dtype: str | None = None, gpu_dtyp
     if device.startswith("mps"):
         return torch.float16
     return getattr(torch, _DTYPES[cpu_dtype]) if cpu_dtype else torch.float32
+
+
+_slots: dict[str, threading.BoundedSemaphore] = {}
+_slots_lock = threading.Lock()
+
+
+def gpu_concurrency() -> int:
+    """How many model calls may use one accelerator at once (``DEMOHUB_GPU_CONCURRENCY``, default 1)."""
+    return max(1, int(os.environ.get("DEMOHUB_GPU_CONCURRENCY", "1")))
+
+
+@contextmanager
+def device_slot(device: str | None = None) -> Iterator[None]:
+    """Hold the accelerator for one model call (``gpu_concurrency()`` calls at once per device).
+
+    On the CPU there is no lock: demos run side by side, each in its own queue. Only compute goes inside the slot;
+    loading and downloading happen before it, so they never make another demo wait for the device.
+    """
+    device = device or pick_device()
+    if device == "cpu":
+        yield
+        return
+    with _slots_lock:
+        slot = _slots.setdefault(device, threading.BoundedSemaphore(gpu_concurrency()))
+    with slot:
+        yield
 
 
 def on_zero_gpu() -> bool:

@@ -1,6 +1,16 @@
-"""Errors a person can act on, and one way to show them in a page."""
+"""Errors a person can act on, and one way to show them in a page.
+
+Visitors read sentences, never server paths or library exception text. A ``UserInputError`` is about the visitor's
+own input and is shown as it is. Any other error is a server-side problem: the visitor's sentence carries a short
+error id, and the server log has the full detail (type, message, cause, traceback) under that id.
+"""
 
 from __future__ import annotations
+
+import logging
+import secrets
+
+log = logging.getLogger("demohub")
 
 
 class DemoHubError(Exception):
@@ -15,11 +25,33 @@ class WeightsUnavailable(DemoHubError, FileNotFoundError):
     """Weights are neither bundled nor cached and cannot be downloaded now."""
 
 
+class CheckpointError(WeightsUnavailable):
+    """A weights file is truncated, corrupt, or carries more than plain tensors (refused)."""
+
+
+class ModelTooLarge(DemoHubError, MemoryError):
+    """A model needs more memory than the pool's whole budget; it is refused before anything is unloaded."""
+
+
+def report(error: BaseException) -> str:
+    """Log ``error`` in full under a new short id and return the id (what the visitor's message shows)."""
+    error_id = secrets.token_hex(4)
+    if isinstance(error, DemoHubError) and error.__cause__ is None:
+        log.warning("error %s: %s: %s", error_id, type(error).__name__, error)
+    else:
+        log.error("error %s: %s: %s", error_id, type(error).__name__, error, exc_info=error)
+    return error_id
+
+
 def user_message(error: BaseException) -> str:
-    """The sentence a page shows for ``error``: our own messages verbatim, anything else summarised."""
-    if isinstance(error, DemoHubError):
+    """The sentence a page shows for ``error``: input errors verbatim, server-side errors with an id for the log."""
+    if isinstance(error, UserInputError):
         return str(error)
-    return f"Something went wrong on our side ({type(error).__name__}). The demo is still running; please try again."
+    error_id = report(error)
+    if isinstance(error, DemoHubError):
+        return f"{error} (error id {error_id})"
+    return (f"Something went wrong on our side (error id {error_id}; the server log has the details). "
+            "The demo is still running; please try again.")
 
 
 def as_gradio_error(error: BaseException):
@@ -28,8 +60,4 @@ def as_gradio_error(error: BaseException):
 
     if isinstance(error, gr.Error):
         return error
-    return gr.Error(user_message(error), print_exception=not isinstance(error, DemoHubError))
-
-
-class CheckpointError(WeightsUnavailable):
-    """A weights file is truncated, corrupt, or carries more than plain tensors (refused)."""
+    return gr.Error(user_message(error), print_exception=False)  # the log has it under the id already

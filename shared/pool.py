@@ -8,8 +8,11 @@ import sys
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Hashable
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import Any
+
+from shared.errors import ModelTooLarge
+from shared.registry import human_bytes
 
 
 def estimate_bytes(obj: Any) -> int:
@@ -61,6 +64,10 @@ class PoolStats:
     def used_bytes(self) -> int:
         return sum(self.loaded.values())
 
+    def as_dict(self) -> dict:
+        """JSON-ready (what `demohub stats` prints)."""
+        return {**asdict(self), "used_bytes": self.used_bytes}
+
 
 class ModelPool:
     def __init__(self, budget_bytes: int | None = None):
@@ -70,20 +77,34 @@ class ModelPool:
         self._lock = threading.Lock()
         self._hits = self._misses = self._loads = self._evictions = 0
 
-    def get(self, key: Hashable, loader: Callable[[], Any], size_hint: int = 0) -> Any:
-        """The model for ``key``, calling ``loader()`` only if no thread has loaded it yet."""
+    def lookup(self, key: Hashable) -> Any | None:
+        """The loaded model for ``key`` (counted as a hit), or None without loading anything."""
         with self._lock:
-            if key in self._models:
-                self._hits += 1
-                self._models.move_to_end(key)
-                return self._models[key][0]
+            return self._hit(key)
+
+    def get(self, key: Hashable, loader: Callable[[], Any], size_hint: int = 0) -> Any:
+        """The model for ``key``, calling ``loader()`` only if no thread has loaded it yet.
+
+        ``size_hint`` (bytes) makes room before the load; a hint above the whole budget is refused with
+        ``ModelTooLarge`` and unloads nothing. Call this once the weights are on disk: eviction happens right before
+        ``loader()`` runs, never for a request that fails earlier.
+        """
+        found = self.lookup(key)
+        if found is not None:
+            return found
+        if size_hint > self.budget_bytes:
+            raise ModelTooLarge(
+                f"The model {_key_text(key)} needs about {human_bytes(size_hint)} of memory, more than this server's "
+                f"model budget of {human_bytes(self.budget_bytes)}, so it was not loaded (the models already loaded "
+                "stay). The operator can raise DEMOHUB_POOL_BYTES on a machine with more memory."
+            )
+        with self._lock:
             key_lock = self._key_locks.setdefault(key, threading.Lock())
         with key_lock:
             with self._lock:
-                if key in self._models:  # another thread loaded it while we waited
-                    self._hits += 1
-                    self._models.move_to_end(key)
-                    return self._models[key][0]
+                found = self._hit(key)  # another thread may have loaded it while we waited
+                if found is not None:
+                    return found
                 self._misses += 1
                 self._evict_until(self.budget_bytes - size_hint)
             model = loader()
@@ -119,6 +140,14 @@ class ModelPool:
                 hits=self._hits, misses=self._misses, loads=self._loads, evictions=self._evictions,
                 budget_bytes=self.budget_bytes,
             )
+
+    def _hit(self, key: Hashable) -> Any | None:
+        """The model for ``key`` as a hit, or None (caller holds ``_lock``)."""
+        if key not in self._models:
+            return None
+        self._hits += 1
+        self._models.move_to_end(key)
+        return self._models[key][0]
 
     def _evict_until(self, limit: int, keep: Hashable | None = None) -> None:
         """Drop least recently used models until the total fits ``limit`` (caller holds ``_lock``)."""

@@ -8,16 +8,22 @@ HF cache with ``local_files_only=True`` (no network), then ``snapshot_download``
 from __future__ import annotations
 
 import fnmatch
+import math
 import os
+import shutil
+import threading
+import time
 from enum import Enum
 from pathlib import Path
 
-from shared.errors import WeightsUnavailable
-from shared.registry import Demo, WeightSet
+from shared.errors import WeightsUnavailable, report
+from shared.registry import Demo, WeightSet, human_bytes
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 BUNDLED_ROOT = REPO_ROOT / "checkpoints"
 _TRUE = {"1", "true", "yes", "on"}
+DISK_MARGIN = 0.10
+DISK_RESERVE_BYTES = 1_000_000_000
 
 
 class WeightState(str, Enum):
@@ -58,13 +64,18 @@ def local_folder(demo_id: str, ws: WeightSet) -> Path | None:
     return None
 
 
+def _weight_files(folder: Path, ws: WeightSet) -> list[str]:
+    """The files under ``folder`` (relative, POSIX) that the weight set's patterns select (all, if it has none)."""
+    files = [p.relative_to(folder).as_posix() for p in folder.rglob("*") if p.is_file()]
+    if not ws.allow_patterns:
+        return files
+    return [f for f in files if any(fnmatch.fnmatch(f, pattern) for pattern in ws.allow_patterns)]
+
+
 def _complete(folder: Path, ws: WeightSet) -> bool:
     """Every literal pattern is present and every glob pattern matches at least one file."""
-    files = [p.relative_to(folder).as_posix() for p in folder.rglob("*") if p.is_file()]
-    for pattern in ws.allow_patterns:
-        if not any(fnmatch.fnmatch(f, pattern) for f in files):
-            return False
-    return bool(files)
+    files = _weight_files(folder, ws)
+    return bool(files) and all(any(fnmatch.fnmatch(f, pattern) for f in files) for pattern in ws.allow_patterns)
 
 
 def cached_folder(ws: WeightSet) -> Path | None:
@@ -94,6 +105,7 @@ def state(demo_id: str, ws: WeightSet) -> WeightState:
 
 
 def unavailable(demo_id: str, ws: WeightSet, reason: str) -> WeightsUnavailable:
+    """The sentence for weights that are not here; it names no server path (visitors read it too)."""
     if not ws.repo_id:
         return WeightsUnavailable(
             f"The {demo_id} weights '{ws.name}' are not bundled in this installation ({reason}). "
@@ -101,47 +113,131 @@ def unavailable(demo_id: str, ws: WeightSet, reason: str) -> WeightsUnavailable:
         )
     return WeightsUnavailable(
         f"The {demo_id} weights '{ws.name}' ({ws.repo_id}@{ws.revision[:12]}, {ws.size_text}) are not available: "
-        f"{reason}. On a machine with internet run `{download_command(demo_id, ws)}` "
-        f"(or copy the Hugging Face cache to {hf_cache_dir()}), then try again."
+        f"{reason}. The operator can fetch them with `{download_command(demo_id, ws)}` on a machine with internet "
+        "(or copy a Hugging Face cache that holds them), then try again."
     )
 
 
+def hub_endpoint() -> str | None:
+    """``HF_ENDPOINT``, read at call time (huggingface_hub reads it once, at import)."""
+    return os.environ.get("HF_ENDPOINT") or None
+
+
+def required_bytes(download_bytes: int) -> int:
+    """Free disk a download needs: its size, 10 % for temporary files, and 1 GB left for everything else."""
+    return int(download_bytes * (1 + DISK_MARGIN)) + DISK_RESERVE_BYTES
+
+
+def free_bytes(folder: Path) -> int:
+    """Free bytes on the disk that holds ``folder`` (or its nearest existing parent)."""
+    existing = next(p for p in (folder, *folder.parents) if p.exists())
+    return shutil.disk_usage(existing).free
+
+
+class _Downloads:
+    """Hub-wide download rules: one at a time, and a failure is remembered for ``RETRY_SECONDS``."""
+
+    RETRY_SECONDS = 600
+
+    def __init__(self):
+        self.lock = threading.Lock()
+        self.failures: dict[tuple, tuple[float, str]] = {}
+
+    def remembered_failure(self, key: tuple) -> str | None:
+        failed = self.failures.get(key)
+        if failed is None:
+            return None
+        at, message = failed
+        left = self.RETRY_SECONDS - (time.monotonic() - at)
+        if left <= 0:
+            del self.failures[key]
+            return None
+        return f"{message} This server will not try again for another {math.ceil(left / 60)} minute(s)."
+
+
+_downloads = _Downloads()
+
+
 def download(demo_id: str, ws: WeightSet) -> Path:
-    """Fetch the weight set into the HF cache at its pinned revision, with a progress bar."""
+    """Fetch the weight set into the HF cache at its pinned revision, after checking that the disk can hold it.
+
+    One download runs at a time in the process; a failure is remembered for 10 minutes, so repeated requests do not
+    hammer the Hub or the disk. The commit that was sized is the commit that is downloaded.
+    """
     if not ws.repo_id:
         raise unavailable(demo_id, ws, "it has no Hub repository to download from")
     if offline():
         raise unavailable(demo_id, ws, "HF_HUB_OFFLINE=1 is set and they are not in the cache")
+    key = (ws.repo_id, ws.revision, ws.allow_patterns)
+    remembered = _downloads.remembered_failure(key)
+    if remembered:
+        raise WeightsUnavailable(remembered)
+    if not _downloads.lock.acquire(blocking=False):
+        raise WeightsUnavailable(f"Another download is running on this server, so the {demo_id} weights "
+                                 f"'{ws.name}' ({ws.size_text}) cannot start now; try again in a few minutes.")
+    try:
+        return _download(demo_id, ws)
+    except WeightsUnavailable as error:
+        _downloads.failures[key] = (time.monotonic(), str(error))
+        raise
+    finally:
+        _downloads.lock.release()
+
+
+def _download(demo_id: str, ws: WeightSet) -> Path:
     from huggingface_hub import snapshot_download
 
+    common = dict(allow_patterns=list(ws.allow_patterns) or None, cache_dir=hf_cache_dir(), endpoint=hub_endpoint())
     try:
-        folder = snapshot_download(
-            ws.repo_id, revision=ws.revision, allow_patterns=list(ws.allow_patterns) or None,
-            cache_dir=hf_cache_dir(),
+        plan = snapshot_download(ws.repo_id, revision=ws.revision, dry_run=True, **common)
+    except Exception as error:  # network, auth, revision: the log has the detail, the visitor a sentence
+        raise unavailable(demo_id, ws, f"the Hugging Face Hub could not be reached or refused the request "
+                                       f"(error id {report(error)})") from None
+    if not plan:
+        raise unavailable(demo_id, ws, f"{ws.repo_id} at {ws.revision[:12]} holds none of the files it needs")
+    size = sum(f.file_size or 0 for f in plan if f.will_download)
+    need, free = required_bytes(size), free_bytes(hf_cache_dir())
+    if free < need:
+        raise WeightsUnavailable(
+            f"Not enough free disk for the {demo_id} weights '{ws.name}': the download is {human_bytes(size)}, so it "
+            f"needs {human_bytes(need)} free (size + 10 % + 1 GB), and the disk has {human_bytes(free)}. "
+            "The operator can free disk space or point HF_HUB_CACHE at a larger disk."
         )
-    except Exception as error:  # network, auth, revision: all end in the same actionable message
-        raise unavailable(demo_id, ws, f"the download failed ({type(error).__name__}: {error})") from error
+    try:
+        folder = snapshot_download(ws.repo_id, revision=plan[0].commit_hash, **common)
+    except Exception as error:
+        raise unavailable(demo_id, ws, f"the download failed (error id {report(error)}); nothing half-written "
+                                       "is used") from None
     return Path(folder)
 
 
-def resolve(demo_id: str, ws: WeightSet, allow_download: bool = True) -> Path:
-    """The local folder holding ``ws``, downloading it only if allowed and online."""
+def resolve(demo_id: str, ws: WeightSet, allow_download: bool = False) -> Path:
+    """The local folder holding ``ws``; downloading only if the caller is allowed to (operators, not visitors)."""
     folder = local_folder(demo_id, ws) or cached_folder(ws)
     if folder is not None:
         return folder
     if not allow_download:
-        raise unavailable(demo_id, ws, "they are not in the cache and downloading is turned off")
+        if not ws.repo_id:
+            raise unavailable(demo_id, ws, "the folder is missing")
+        raise WeightsUnavailable(
+            f"The {demo_id} weights '{ws.name}' ({ws.size_text}) are not on this server, and visitors cannot start "
+            f"downloads here. The operator can fetch them with `{download_command(demo_id, ws)}`."
+        )
     return download(demo_id, ws)
 
 
+def folder_bytes(folder: Path, ws: WeightSet) -> int:
+    """Bytes of the weight set's files in ``folder``: the pool's memory hint before loading them."""
+    return sum((folder / f).stat().st_size for f in _weight_files(folder, ws))
 
-def summary(demo: Demo) -> str:
-    """One line on a demo's weights for a landing-page card."""
+
+def summary(demo: Demo, downloads: bool = False) -> str:
+    """One line on a demo's weights for a landing-page card (``downloads``: may visitors start one here)."""
     states = [state(demo.id, ws) for ws in demo.weight_sets]
     ready = sum(s.here for s in states)
     if ready:
         return f"weights: {ready} of {len(states)} sets ready offline"
-    if any(s is WeightState.DOWNLOADABLE for s in states):
+    if downloads and any(s is WeightState.DOWNLOADABLE for s in states):
         smallest = min((ws for ws in demo.weight_sets if ws.repo_id), key=lambda ws: ws.size_bytes)
         return f"weights: download needed (from {smallest.size_text})"
-    return "weights: not available offline"
+    return "weights: not on this server yet"

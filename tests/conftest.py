@@ -2,13 +2,22 @@
 
 from __future__ import annotations
 
+import atexit
 import os
 import shutil
 import socket
+import tempfile
 
 import pytest
 
 os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
+# Hermetic: no test reads the user's real Hugging Face cache or leaves a hub's operator file in their home. Set at
+# import, before huggingface_hub reads its constants; fixtures that need a specific cache set their own.
+_SCRATCH = tempfile.mkdtemp(prefix="demohub-tests-")
+atexit.register(shutil.rmtree, _SCRATCH, True)
+os.environ["HF_HOME"] = os.path.join(_SCRATCH, "hf-home")
+os.environ.pop("HF_HUB_CACHE", None)
+os.environ["DEMOHUB_STATE_DIR"] = os.path.join(_SCRATCH, "state")
 
 
 def free_port() -> int:
@@ -36,11 +45,27 @@ def hub_url(tmp_path_factory):
     mp.setenv("HF_HUB_CACHE", str(tmp_path_factory.mktemp("hf-cache")))
     mp.setenv("GRADIO_TEMP_DIR", str(tmp_path_factory.mktemp("gradio-tmp")))
     from apps import hub
+    from apps.settings import ServeSettings
 
-    blocks, (_, url, _) = hub.launch(port=free_port(), prevent_thread_lock=True)
+    blocks, (_, url, _) = hub.launch(ServeSettings(port=free_port()), prevent_thread_lock=True)
     yield url.rstrip("/")
     blocks.close()
     mp.undo()
+
+
+@pytest.fixture(scope="session")
+def tiny_root(tmp_path_factory):
+    """Tiny checkpoints of Tag2Text, 3D-MoLM and GeoDiffusion (nuImages 256) in the official layouts, as a
+    ``DEMOHUB_CHECKPOINTS`` root."""
+    from apps.molm3d.tiny import build_tiny_snapshot
+    from apps.tag2text.checkpoint import write_tiny_checkpoint
+    from tests.geodiffusion.tiny_checkpoint import build_tiny_checkpoint
+
+    root = tmp_path_factory.mktemp("tiny-checkpoints")
+    write_tiny_checkpoint(root / "tag2text" / "tag2text-swin-14m")
+    build_tiny_snapshot(root / "molm3d" / "generalist")
+    build_tiny_checkpoint(root / "geodiffusion" / "nuimages-256x256", dataset="nuimages")
+    return root
 
 
 CHROMIUM = "/usr/bin/chromium"

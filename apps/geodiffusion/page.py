@@ -8,7 +8,6 @@ through the shared pool.
 from __future__ import annotations
 
 import json
-import tempfile
 from pathlib import Path
 
 import gradio as gr
@@ -26,7 +25,16 @@ from apps.geodiffusion.layout import (
     load_generation_config,
     parse_layout,
 )
-from apps.ui import embed_section, gpu_event_kwargs, model_call, notice, paper_card, user_errors, weights_dropdown
+from apps.ui import (
+    embed_section,
+    model_call,
+    model_events,
+    output_folder,
+    paper_card,
+    user_errors,
+    weights_dropdown,
+    weights_notice,
+)
 from shared import weights
 from shared.context import DemoContext
 from shared.errors import UserInputError
@@ -48,6 +56,7 @@ EDITOR_HTML = """
 """
 TABLE_HEADERS = ["label", "x1", "y1", "x2", "y2"]
 MAX_SEED = 2**63 - 1
+WORKS_WITHOUT_WEIGHTS = "You can still draw layouts and see the prompt."
 
 NUIMAGES_EXAMPLES = [
     ({"camera": "front", "bbox": [["car", 0.756875, 0.4622, 0.90375, 0.5844],
@@ -204,9 +213,9 @@ class GeoDiffusionPage:
         steps = config.num_inference_steps if steps is None else steps
         cfg = config.cfg_scale if cfg is None else cfg
         layout, _ = self.check(layout_json, checkpoint, seed, steps, cfg)
-        pipe = self.ctx.pipeline(checkpoint)
-        return pipe(layout, seed=int(seed), num_images=int(num_images), num_inference_steps=int(steps),
-                    guidance_scale=float(cfg), epsilon_scaling=epsilon_scaling, progress=on_step)
+        with self.ctx.compute(checkpoint) as pipe:
+            return pipe(layout, seed=int(seed), num_images=int(num_images), num_inference_steps=int(steps),
+                        guidance_scale=float(cfg), epsilon_scaling=epsilon_scaling, progress=on_step)
 
     def tokenizer(self, name: str | None):
         """The fast tokenizer of a checkpoint that is already on disk (no download, no torch), else None."""
@@ -242,18 +251,6 @@ class GeoDiffusionPage:
         return (f"⚠️ The prompt needs {used} tokens but CLIP reads 77: box(es) {names} would be cut. "
                 "Remove boxes or use shorter labels.")
 
-    def weights_notice(self, name: str | None) -> str:
-        missing = self.ctx.missing_weights(name)
-        if missing is None:
-            return ""
-        ws, st = missing
-        command = weights.download_command(self.ctx.demo.id, ws)
-        if st is weights.WeightState.DOWNLOADABLE:
-            return notice(f"The weights '{ws.name}' ({ws.size_text}) download on first use; or run `{command}`.")
-        return notice(f"The weights '{ws.name}' ({ws.size_text}) are not on this machine and cannot be downloaded "
-                      f"now. You can still draw layouts and see the prompt; to generate, run `{command}` on a "
-                      f"machine with internet.", "warning")
-
 
 def build(ctx: DemoContext) -> gr.Blocks:
     page = GeoDiffusionPage(ctx)
@@ -265,7 +262,7 @@ def build(ctx: DemoContext) -> gr.Blocks:
         paper_card(ctx.demo)
         with gr.Row():
             checkpoint = weights_dropdown(ctx, label="Checkpoint")
-            weight_note = gr.HTML(page.weights_notice(first))
+            weight_note = gr.HTML(weights_notice(ctx, first, WORKS_WITHOUT_WEIGHTS))
         with gr.Row():
             with gr.Column(scale=1):
                 editor = gr.HTML(value=editor_value(start_layout, config.classes), html_template=EDITOR_HTML,
@@ -322,7 +319,8 @@ def build(ctx: DemoContext) -> gr.Blocks:
             return (editor_value(text, cfg_.classes), gr.update(visible=cfg_.uses_camera),
                     gr.update(visible=cfg_.uses_time_weather), gr.update(visible=cfg_.uses_time_weather),
                     gr.update(value=cfg_.num_inference_steps), gr.update(value=cfg_.cfg_scale),
-                    page.weights_notice(name), preview_prompt(text, name), page.budget_note(text, name))
+                    weights_notice(ctx, name, WORKS_WITHOUT_WEIGHTS), preview_prompt(text, name),
+                    page.budget_note(text, name))
 
         def preview_prompt(text, name):
             try:
@@ -377,7 +375,7 @@ def build(ctx: DemoContext) -> gr.Blocks:
         def export_dataset(state):
             if not state:
                 raise UserInputError("Generate images first, then export them as a COCO dataset.")
-            folder = Path(tempfile.mkdtemp(prefix="geodiffusion-coco-"))
+            folder = output_folder("geodiffusion-coco")
             layout = Layout(**{**state["layout_fields"], "boxes": tuple(state["boxes"])})
             return str(export_coco_zip(state["images"], layout, state["dataset"], folder / "geodiffusion_coco.zip",
                                        prompt=state["prompt"]))
@@ -402,7 +400,7 @@ def build(ctx: DemoContext) -> gr.Blocks:
             trigger(lambda on, lam: float(lam) if on else None, [use_es, es_factor], es_state, **private)
         show_boxes.change(bool, show_boxes, boxes_state, **private)
         run.click(generate, [layout_json, checkpoint, seed, steps, cfg, n_state, es_state, boxes_state],
-                  [gallery, prompt, notes, result], api_name="generate", **gpu_event_kwargs())
+                  [gallery, prompt, notes, result], api_name="generate", **model_events(ctx))
         show_boxes.change(gallery_items, [result, show_boxes], gallery, **private)
         export.click(export_dataset, result, export_file, **private)
     return blocks

@@ -11,8 +11,7 @@ from pathlib import Path
 import gradio as gr
 
 from apps.molm3d.tasks import TASKS, get_task
-from apps.ui import embed_section, gpu_event_kwargs, model_call, notice, paper_card, user_errors, weights_dropdown
-from shared import weights
+from apps.ui import embed_section, model_call, model_events, paper_card, user_errors, weights_dropdown, weights_notice
 from shared.context import DemoContext
 from shared.errors import UserInputError
 
@@ -26,14 +25,8 @@ TABLE_HEADERS = ["Property", "RDKit", "3D-MoLM", "3D-MoLM − RDKit", "Reference
 MAX_FILE_BYTES = 5_000_000
 
 
-def weights_notice(ctx: DemoContext, name: str | None = None) -> str:
-    missing = ctx.missing_weights(name)
-    if missing is None:
-        return ""
-    ws, _ = missing
-    return notice(f"The 3D-MoLM weights ({ws.size_text}: Llama-2-7B, Uni-Mol and the generalist checkpoint) are "
-                  f"not on this machine. The conformer, 2D/3D views and RDKit table work without them; to ask the "
-                  f"model, run `{weights.download_command(ctx.demo.id, ws)}` on a machine with internet.", "warning")
+WORKS_WITHOUT_WEIGHTS = ("The conformer, 2D/3D views and RDKit table work without them (Llama-2-7B, Uni-Mol and "
+                         "the generalist checkpoint).")
 
 
 def read_molecule(smiles: str | None, sdf_path: str | None) -> str:
@@ -76,9 +69,9 @@ class MoLM3DPage:
         depiction, viewer, _, info, conf = self.show(smiles, sdf_path, seed)
         spec = get_task(task, question)
         step(0.1, "Loading 3D-MoLM (the first time takes a while: ~14 GB)")
-        pipe = self.ctx.pipeline(weights_name)
-        step(0.5, "Generating the answer (5-beam search)")
-        answer = pipe.ask(conf, question, spec.key)
+        with self.ctx.compute(weights_name) as pipe:
+            step(0.5, "Generating the answer (5-beam search)")
+            answer = pipe.ask(conf, question, spec.key)
         rows = reference_rows(conf.mol, {spec.key: answer.value} if spec.numeric else None)
         return depiction, viewer, rows, info, answer_markdown(answer)
 
@@ -91,7 +84,8 @@ class MoLM3DPage:
             except UserInputError:
                 task = "description"
         _, _, _, _, conf = self.show(smiles, None)
-        answer = self.ctx.pipeline().ask(conf, question, task)
+        with self.ctx.compute() as pipe:
+            answer = pipe.ask(conf, question, task)
         ref = answer.reference
         return {"smiles": answer.smiles, "task": answer.task, "instruction": answer.instruction, "answer": answer.text,
                 "value": answer.value, "unit": answer.unit, "rdkit_reference": ref.value if ref else None,
@@ -116,7 +110,7 @@ def build(ctx: DemoContext) -> gr.Blocks:
     page = MoLM3DPage(ctx)
     with gr.Blocks(title=ctx.demo.title) as demo:
         paper_card(ctx.demo)
-        status = gr.HTML(weights_notice(ctx))
+        status = gr.HTML(weights_notice(ctx, None, WORKS_WITHOUT_WEIGHTS))
         with gr.Row():
             with gr.Column(scale=1):
                 smiles = gr.Textbox(label="SMILES", value=EXAMPLES[0][0], max_lines=2)
@@ -166,9 +160,10 @@ def build(ctx: DemoContext) -> gr.Blocks:
         for trigger in (show_btn.click, smiles.submit, sdf.upload):
             trigger(show, [smiles, sdf, seed], outputs, api_visibility="private")
         ask_btn.click(ask_with_views, [smiles, sdf, task, question, chooser, seed], [*outputs, answer],
-                      api_visibility="private", **gpu_event_kwargs())
-        chooser.change(lambda name: weights_notice(ctx, name), chooser, status, api_visibility="private")
-        gr.api(ask_endpoint, api_name="ask", **gpu_event_kwargs())
+                      api_visibility="private", **model_events(ctx))
+        chooser.change(lambda name: weights_notice(ctx, name, WORKS_WITHOUT_WEIGHTS), chooser, status,
+                       api_visibility="private")
+        gr.api(ask_endpoint, api_name="ask", **model_events(ctx))
         demo.load(show, [smiles, sdf, seed], outputs, api_visibility="private")
     return demo
 

@@ -27,7 +27,7 @@ from apps.molm3d.tasks import EVAL_DECODING, NUM_MOL_TOKENS, build_prompt, get_t
 from apps.molm3d.tokenizer import MoLMTokenizer
 from apps.molm3d.unimol import collate, load_unimol
 from shared.checkpoints import load_torch_checkpoint
-from shared.errors import UserInputError, WeightsUnavailable
+from shared.errors import CheckpointError, UserInputError
 
 UNIMOL_FILE = "uni-mol/mol_pre_no_h_220816.pt"
 GENERALIST_FILE = "generalist/generalist.ckpt"
@@ -85,8 +85,8 @@ class MoLM3DPipeline:
         path = Path(path)
         for rel in (UNIMOL_FILE, GENERALIST_FILE, f"{LLAMA_DIR}/config.json", f"{LLAMA_DIR}/tokenizer.model"):
             if not (path / rel).is_file():
-                raise WeightsUnavailable(f"{path} is not a complete 3D-MoLM snapshot: {rel} is missing. "
-                                         "Run `demohub download molm3d` to fetch the official files.")
+                raise CheckpointError(f"The 3D-MoLM weights folder is incomplete: {rel} is missing. "
+                                      "Run `demohub download molm3d` to fetch the official files.")
         device = device or pick_device()
         dtype = dtype or pick_dtype(device)
         unimol, unused = load_unimol(path / UNIMOL_FILE)

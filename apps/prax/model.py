@@ -49,7 +49,8 @@ def weights_file(folder: Path) -> Path:
     for name in (SAFETENSORS_NAME, PICKLE_NAME):
         if (folder / name).is_file():
             return folder / name
-    raise FileNotFoundError(f"{folder} holds neither {SAFETENSORS_NAME} nor {PICKLE_NAME}")
+    raise CheckpointError(f"The listener's weights folder holds neither {SAFETENSORS_NAME} nor {PICKLE_NAME}; "
+                          "re-download the weights.")
 
 
 def read_state_dict(folder: Path) -> dict[str, torch.Tensor]:
@@ -73,8 +74,8 @@ def load_listener(folder: Path, device: str | torch.device = "cpu",
     folder = Path(folder)
     config = T5Config.from_pretrained(folder)
     if config.model_type != "t5" or config.vocab_size != VOCAB_SIZE:
-        raise CheckpointError(f"{folder} is not a ByT5 listener (model_type={config.model_type}, "
-                         f"vocab_size={config.vocab_size}); expected t5 with vocab 384")
+        raise CheckpointError(f"The config.json of these weights is not a ByT5 listener (model_type="
+                              f"{config.model_type}, vocab_size={config.vocab_size}); expected t5 with vocab 384.")
     model = untied(T5ForConditionalGeneration(config))
     state = read_state_dict(folder)
     if "shared.weight" not in state and "encoder.embed_tokens.weight" in state:
@@ -84,8 +85,8 @@ def load_listener(folder: Path, device: str | torch.device = "cpu",
     missing, unexpected = model.load_state_dict(state, strict=False)
     missing = [k for k in missing if k not in _TIED_KEYS]
     if missing or unexpected:
-        raise CheckpointError(f"{folder}: weights do not fit the config "
-                         f"(missing {missing[:5]}, unexpected {unexpected[:5]})")
+        raise CheckpointError(f"The listener's weights do not fit its config.json "
+                              f"(missing {missing[:5]}, unexpected {unexpected[:5]}); re-download the weights.")
     model.to(device=device, dtype=dtype or torch.float32)
     model.eval()
     return model

@@ -12,7 +12,7 @@ import gradio as gr
 
 from apps.prax import dsl
 from apps.prax.game import Game
-from apps.ui import embed_section, gpu_event_kwargs, model_call, paper_card, theme, user_errors, weights_dropdown
+from apps.ui import embed_section, model_call, model_events, paper_card, theme, user_errors, weights_dropdown
 from shared.context import DemoContext
 from shared.errors import UserInputError
 
@@ -34,12 +34,14 @@ def as_examples(items) -> list[dict]:
 def synthesize(ctx: DemoContext, examples: list[dict], weights: str, k: int = SHOWN,
                samples: int = PAGE_SAMPLES) -> dict:
     """One listener's ranked guesses as plain data (the pipeline's SynthesisResult.as_dict())."""
-    result = ctx.pipeline(weights)(examples, k=k, num_samples=samples, seed=0)
+    with ctx.compute(weights) as pipe:
+        result = pipe(examples, k=k, num_samples=samples, seed=0)
     return {"weights": weights, **result.as_dict()}
 
 
 def suggest(ctx: DemoContext, examples: list[dict], weights: str | None = None) -> dict:
-    s = ctx.pipeline(weights or ctx.default_weights(PRAGMATIC_PREFERENCE)).suggest_example(examples)
+    with ctx.compute(weights or ctx.default_weights(PRAGMATIC_PREFERENCE)) as pipe:
+        s = pipe.suggest_example(examples)
     return {"string": s.example.string, "label": s.example.label,
             "speaker_probability": round(s.speaker_probability, 4),
             "assumed_program": s.assumed_program, "programs": s.n_programs, "candidates": s.n_candidates,
@@ -76,7 +78,7 @@ def example_choices(examples: list[dict]) -> list[tuple[str, int]]:
 def build(ctx: DemoContext) -> gr.Blocks:
     literal_default = ctx.default_weights(LITERAL_PREFERENCE)
     pragmatic_default = ctx.default_weights(PRAGMATIC_PREFERENCE)
-    gpu = gpu_event_kwargs()
+    gpu = model_events(ctx)
     internal = {"api_visibility": "undocumented"}
 
     with gr.Blocks(title=ctx.demo.title) as page:

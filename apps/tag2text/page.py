@@ -5,14 +5,21 @@ from __future__ import annotations
 import csv
 import html
 import json
-import tempfile
 from pathlib import Path
 
 import gradio as gr
 
-from apps.tag2text.images import IMAGE_SUFFIXES, collect_images
-from apps.ui import embed_section, gpu_event_kwargs, model_call, notice, paper_card, user_errors, weights_dropdown
-from shared import weights
+from apps.tag2text.images import IMAGE_SUFFIXES, scan_images
+from apps.ui import (
+    embed_section,
+    model_call,
+    model_events,
+    output_folder,
+    paper_card,
+    user_errors,
+    weights_dropdown,
+    weights_notice,
+)
 from shared.context import DemoContext
 from shared.errors import UserInputError
 
@@ -36,18 +43,6 @@ def tag_chips(tags) -> str:
     return f'<div class="t2t-chips" style="{CHIPS_STYLE}">{chips}</div>'
 
 
-def weights_notice(ctx: DemoContext, name: str | None) -> str:
-    missing = ctx.missing_weights(name)
-    if missing is None:
-        return ""
-    ws, st = missing
-    if st is weights.WeightState.DOWNLOADABLE:
-        return notice(f"The weights '{ws.name}' are not downloaded yet ({ws.size_text}). Press 'Download weights' "
-                      f"or run `{weights.download_command(ctx.demo.id, ws)}`.", "warning")
-    return notice(f"The weights '{ws.name}' ({ws.size_text}) are not on this machine and cannot be downloaded now. "
-                  f"On a machine with internet run `{weights.download_command(ctx.demo.id, ws)}`.", "warning")
-
-
 class Tag2TextPage:
     """The page's actions, kept apart from the widgets so tests and the API call the same code."""
 
@@ -58,29 +53,33 @@ class Tag2TextPage:
                   weights_name: str | None = None, on_step=None):
         if not image:
             raise UserInputError("Upload an image first (or pick one of the examples).")
-        result = self.ctx.pipeline(weights_name)(image, threshold=threshold, user_tags=user_tags, on_step=on_step)[0]
+        with self.ctx.compute(weights_name) as pipe:
+            result = pipe(image, threshold=threshold, user_tags=user_tags, on_step=on_step)[0]
         scores = {f"{t.name} (#{t.index})": round(t.score, 4) for t in result.tags}
         return tag_chips(result.tags), result.caption, ", ".join(result.user_tags), scores
 
     def tag_batch(self, files: list[str] | None, threshold: float = DEFAULT_THRESHOLD, user_tags: str = "",
                   weights_name: str | None = None, on_step=None):
-        images, skipped = collect_images([str(f) for f in files or []])
-        pipe = self.ctx.pipeline(weights_name)
-        results = pipe([im.image for im in images], threshold=threshold, user_tags=user_tags, on_step=on_step)
+        batch = scan_images([str(f) for f in files or []])  # headers only: every limit before any pixel is decoded
+        self.ctx.pipeline(weights_name)  # the weights are here (or a clear message) before any pixel is decoded
+        images = batch.decode()
+        with self.ctx.compute(weights_name) as pipe:
+            results = pipe([im.image for im in images], threshold=threshold, user_tags=user_tags, on_step=on_step)
         pairs = list(zip(images, results, strict=True))
         table = [[im.name, ", ".join(r.tag_names), r.caption] for im, r in pairs]
-        out = Path(tempfile.mkdtemp(prefix="tag2text-"))
+        out = output_folder("tag2text")
         with open(out / "tag2text.csv", "w", newline="", encoding="utf-8") as fh:
             csv.writer(fh).writerows([["file", "tags", "caption"], *table])
         rows = [{"file": im.name, **r.to_dict()} for im, r in pairs]
         (out / "tag2text.json").write_text(json.dumps({"images": rows}, indent=1, ensure_ascii=False), encoding="utf-8")
-        note = f"Skipped: {'; '.join(skipped)}" if skipped else f"{len(rows)} image(s) processed."
+        note = f"Skipped: {'; '.join(batch.skipped)}" if batch.skipped else f"{len(rows)} image(s) processed."
         return table, [str(out / "tag2text.csv"), str(out / "tag2text.json")], note
 
     def download(self, weights_name: str | None):
-        ws = self.ctx.demo.weight_set(weights_name or self.ctx.default_weights())
-        weights.download(self.ctx.demo.id, ws)
-        return weights_notice(self.ctx, ws.name), gr.update(choices=self.ctx.weight_choices(), value=ws.name)
+        """The Download button (rendered only where visitors may download; ``ctx.download`` refuses otherwise)."""
+        name = weights_name or self.ctx.default_weights()
+        self.ctx.download(name)
+        return weights_notice(self.ctx, name), gr.update(choices=self.ctx.weight_choices(), value=name)
 
 
 def _progress_callback(progress: gr.Progress):
@@ -94,13 +93,15 @@ def build(ctx: DemoContext) -> gr.Blocks:
         paper_card(ctx.demo)
         with gr.Row():
             chooser = weights_dropdown(ctx)
-            download_btn = gr.Button(f"Download weights ({ctx.demo.weight_set(ws_default).size_text})",
-                                     variant="secondary", scale=0)
+            if ctx.downloads:
+                download_btn = gr.Button(f"Download weights ({ctx.demo.weight_set(ws_default).size_text})",
+                                         variant="secondary", scale=0)
         status = gr.HTML(weights_notice(ctx, ws_default))
         selected = gr.State(ws_default)
         chooser.change(lambda name: (name, weights_notice(ctx, name)), chooser, [selected, status],
                        api_visibility="private")
-        download_btn.click(user_errors(page.download), selected, [status, chooser], api_visibility="private")
+        if ctx.downloads:
+            download_btn.click(user_errors(page.download), selected, [status, chooser], api_visibility="private")
         threshold = gr.Slider(0.0, 1.0, value=DEFAULT_THRESHOLD, step=0.01, label="Tag threshold",
                               info="A tag is shown when its score is above this (official default 0.68; "
                                    "person/man/woman keep 0.7).")
@@ -136,7 +137,7 @@ def build(ctx: DemoContext) -> gr.Blocks:
             # preprocess=False: Gradio's own image preprocessing would open the file with PIL first and turn a
             # truncated file or a decompression bomb into an unreadable error; our reader gives a clear one.
             run.click(tag_image, [image, threshold, user_tags, selected], [chips, caption, echoed, scores],
-                      api_name="tag_image", preprocess=False, **gpu_event_kwargs())
+                      api_name="tag_image", preprocess=False, **model_events(ctx))
         with gr.Tab("Batch"):
             files = gr.File(label="Images or a zip of images", file_count="multiple",
                             file_types=sorted(IMAGE_SUFFIXES) + [".zip"])
@@ -151,7 +152,7 @@ def build(ctx: DemoContext) -> gr.Blocks:
                 return page.tag_batch(files, threshold, user_tags, weights_name, _progress_callback(progress))
 
             run_batch.click(tag_batch, [files, threshold, user_tags, selected], [table, downloads, batch_note],
-                            api_name="tag_batch", **gpu_event_kwargs())
+                            api_name="tag_batch", **model_events(ctx))
         embed_section(ctx.demo)
     return demo
 

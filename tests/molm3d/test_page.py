@@ -39,7 +39,8 @@ def test_builds_and_renders_without_weights(offline_ctx):
         blocks.render()
     config = hub.get_config_file()
     text = str(config)
-    assert "not on this machine" in text and "demohub download molm3d" in text
+    assert "are not on this server" in text and "demohub download molm3d" in text
+    assert "RDKit table work without them" in text
     names = [d.get("api_name") for d in config["dependencies"]]
     assert names.count("ask") == 1 and "ask_1" not in names
     assert "CS(=O)(=O)CCNCc1ccc(o1)" in text  # the 40-heavy-atom example is offered

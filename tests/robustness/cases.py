@@ -8,23 +8,14 @@ from __future__ import annotations
 
 import io
 import json
-import struct
-import zlib
 from pathlib import Path
 
 from PIL import Image
 
+from tests.fixtures.images import png_header_only
+
 LONG = "a" * 101
 ODD_UNICODE = "\u202e\u200b\U0001F600\x00"
-
-
-def _png_header(width: int, height: int) -> bytes:
-    """A PNG whose header claims width x height (the pixel data is never decoded)."""
-    def chunk(kind: bytes, data: bytes) -> bytes:
-        return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
-
-    ihdr = struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0)
-    return b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", ihdr) + chunk(b"IDAT", zlib.compress(b"\0" * 16)) + chunk(b"IEND", b"")
 
 
 def make_files(folder: Path) -> dict[str, Path]:
@@ -40,7 +31,7 @@ def make_files(folder: Path) -> dict[str, Path]:
     jpeg = buffer.getvalue()
     write("text.png", b"this is not an image at all")
     write("truncated.jpg", jpeg[: len(jpeg) // 3])
-    write("bomb.png", _png_header(20_000, 20_000))
+    write("bomb.png", png_header_only(20_000, 20_000))
     write("binary.jpg", bytes(range(256)) * 64)
     write("empty.png", b"")
     write("one_pixel.png", _save(Image.new("RGB", (1, 1))))

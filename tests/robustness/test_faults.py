@@ -32,10 +32,11 @@ def faulty(tiny_root, tmp_path_factory):
     mp.setenv("DEMOHUB_CONVERTED_CACHE", str(tmp_path_factory.mktemp("converted")))
     mp.setenv("DEMOHUB_CACHE", str(tmp_path_factory.mktemp("demohub-cache")))
     from apps import hub
+    from apps.settings import ServeSettings
     from shared.pool import ModelPool
 
     pool = ModelPool(budget_bytes=10**9)
-    blocks, (_, url, _) = hub.launch(port=free_port(), prevent_thread_lock=True, pool=pool)
+    blocks, (_, url, _) = hub.launch(ServeSettings(port=free_port()), prevent_thread_lock=True, pool=pool)
     client = Client(url, verbose=False)
     files = make_files(tmp_path_factory.mktemp("files"))
     yield client, root / "tag2text" / "tag2text-swin-14m" / "tag2text_swin_14m.pth", files

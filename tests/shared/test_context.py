@@ -3,6 +3,7 @@
 import json
 import sys
 import threading
+import time
 import types
 
 import torch
@@ -33,6 +34,14 @@ class ScalePipeline:
             return float(self.linear(torch.tensor([[x]], dtype=self.linear.weight.dtype)))
 
 
+def run_together(*targets) -> None:
+    threads = [threading.Thread(target=target) for target in targets]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+
+
 def make_demo(monkeypatch, tmp_path):
     module = types.ModuleType("ctx_test_pipeline")
     module.ScalePipeline = ScalePipeline
@@ -56,17 +65,13 @@ def test_default_is_first_available_and_loads_once(monkeypatch, tmp_path):
     assert ctx.default_weights() == "local"
     ScalePipeline.loads = 0
     results = []
-    threads = [threading.Thread(target=lambda: results.append(ctx.pipeline()(2.0))) for _ in range(8)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
+    run_together(*[lambda: results.append(ctx.pipeline()(2.0))] * 8)
     assert results == [6.0] * 8
     assert ScalePipeline.loads == 1
     assert ("scaler", "local") in ctx.pool
     labels = dict((v, k) for k, v in ctx.weight_choices())
     assert labels["local"] == "local (loaded)"
-    assert labels["official"] == "official (unavailable, 1 GB)"
+    assert labels["official"] == "official (not on this server, 1 GB)"
 
 
 def test_missing_official_weights_raise_the_download_message(monkeypatch, tmp_path):
@@ -90,8 +95,6 @@ def test_local_weights_do_not_evict_by_the_official_download_size(monkeypatch, t
 
 
 def test_two_demos_load_one_after_another(monkeypatch, tmp_path):
-    import time
-
     demo = make_demo(monkeypatch, tmp_path)
     (tmp_path / "ckpts" / "scaler" / "second").mkdir()
     (tmp_path / "ckpts" / "scaler" / "second" / "config.json").write_text(json.dumps({"scale": 2.0}))
@@ -109,11 +112,7 @@ def test_two_demos_load_one_after_another(monkeypatch, tmp_path):
 
     monkeypatch.setattr(ScalePipeline, "from_pretrained", classmethod(slow_load))
     ctx = DemoContext(demo, ModelPool(budget_bytes=10**6))
-    threads = [threading.Thread(target=ctx.pipeline, args=(name,)) for name in ("local", "second")]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
+    run_together(lambda: ctx.pipeline("local"), lambda: ctx.pipeline("second"))
     assert overlaps == [1, 1] and len(ctx.pool.stats().loaded) == 2
 
 
@@ -127,3 +126,76 @@ def test_preferred_default_and_missing_weights(monkeypatch, tmp_path):
     ws, st = ctx.missing_weights("official")
     assert ws.name == "official" and st is WeightState.UNAVAILABLE and not st.here
     assert WeightState.BUNDLED.here and WeightState.CACHED.here and not WeightState.DOWNLOADABLE.here
+
+
+def test_missing_weights_unload_nothing(monkeypatch, tmp_path):
+    """A request for weights that are not here fails before the pool makes room (the other model stays)."""
+    demo = make_demo(monkeypatch, tmp_path)
+    pool = ModelPool(budget_bytes=10**6)
+    ctx = DemoContext(demo, pool)
+    ctx.pipeline("local")
+    before = pool.stats()
+    try:
+        ctx.pipeline("official")
+    except FileNotFoundError as error:
+        assert "demohub download scaler --weights official" in str(error)
+    else:
+        raise AssertionError("expected WeightsUnavailable")
+    after = pool.stats()
+    assert ("scaler", "local") in pool and after.evictions == before.evictions and after.misses == before.misses
+
+
+def test_visitors_see_no_download_unless_the_context_allows_it(monkeypatch, tmp_path):
+    from shared.weights import WeightState
+
+    demo = make_demo(monkeypatch, tmp_path)
+    monkeypatch.delenv("HF_HUB_OFFLINE")  # the machine could download...
+    visitor = DemoContext(demo, ModelPool(budget_bytes=10**6))  # ...but visitors may not by default
+    assert visitor.weight_state(demo.weight_set("official")) is WeightState.UNAVAILABLE
+    assert dict((v, k) for k, v in visitor.weight_choices())["official"] == "official (not on this server, 1 GB)"
+    operator = DemoContext(demo, ModelPool(budget_bytes=10**6), downloads=True)
+    assert operator.weight_state(demo.weight_set("official")) is WeightState.DOWNLOADABLE
+    assert dict((v, k) for k, v in operator.weight_choices())["official"] == "official (downloadable, 1 GB)"
+    try:
+        visitor.download("official")
+    except FileNotFoundError as error:
+        assert "visitors cannot start downloads here" in str(error)
+    else:
+        raise AssertionError("a visitor's download must be refused")
+
+
+def test_size_hint_is_the_weight_files_on_disk(monkeypatch, tmp_path):
+    demo = make_demo(monkeypatch, tmp_path)
+    folder = tmp_path / "ckpts" / "scaler" / "local"
+    (folder / "weights.bin").write_bytes(bytes(5000))
+    hints = []
+    pool = ModelPool(budget_bytes=10**6)
+    original = pool.get
+    monkeypatch.setattr(pool, "get", lambda key, loader, size_hint=0: hints.append(size_hint) or original(
+        key, loader, size_hint))
+    DemoContext(demo, pool).pipeline("local")
+    assert hints == [5000 + (folder / "config.json").stat().st_size]
+
+
+def test_compute_holds_the_device_only_around_the_call(monkeypatch, tmp_path):
+    from shared import device
+
+    demo = make_demo(monkeypatch, tmp_path)
+    monkeypatch.setenv("DEMOHUB_DEVICE", "cuda:7")  # a name only: device_slot never touches torch for it
+    monkeypatch.setattr(device, "_slots", {})
+    monkeypatch.setattr("shared.context.load_pipeline", lambda d, ws, folder=None: ScalePipeline(3.0, "cpu", None))
+    ctx = DemoContext(demo, ModelPool(budget_bytes=10**6))
+    order = []
+
+    def run(name):
+        with ctx.compute("local") as pipe:
+            order.append(f"{name} in")
+            time.sleep(0.2)
+            order.append(f"{name} out {pipe(1.0)}")
+
+    run_together(lambda: run("a"), lambda: run("b"))
+    assert [o.split()[1] for o in order] == ["in", "out", "in", "out"], "one model call at a time on the GPU"
+    monkeypatch.setenv("DEMOHUB_DEVICE", "cpu")
+    order.clear()
+    run_together(lambda: run("a"), lambda: run("b"))
+    assert [o.split()[1] for o in order][:2] == ["in", "in"], "on the CPU, calls run side by side"

@@ -62,14 +62,20 @@ def test_gpu_decorator_uses_spaces_on_zero_gpu(monkeypatch):
     assert calls == [90]
 
 
-def test_messages_are_sentences_not_tracebacks():
-    assert user_message(UserInputError("Add an example first.")) == "Add an example first."
-    assert "Traceback" not in user_message(KeyError("x"))
-    assert "KeyError" in user_message(KeyError("x"))
-    err = as_gradio_error(WeightsUnavailable("Run `demohub download x`."))
+def test_messages_are_sentences_not_tracebacks(caplog):
+    import re
+
     import gradio as gr
 
-    assert isinstance(err, gr.Error) and err.message == "Run `demohub download x`."
+    assert user_message(UserInputError("Add an example first.")) == "Add an example first."
+    with caplog.at_level("ERROR", logger="demohub"):
+        message = user_message(KeyError("/srv/secret/path.bin"))
+    assert "Traceback" not in message and "KeyError" not in message and "/srv/secret" not in message
+    error_id = re.search(r"error id ([0-9a-f]{8})", message)[1]
+    logged = [r for r in caplog.records if error_id in r.getMessage()]
+    assert logged and "/srv/secret/path.bin" in logged[0].getMessage() and logged[0].exc_info, "the log has it all"
+    err = as_gradio_error(WeightsUnavailable("Run `demohub download x`."))
+    assert isinstance(err, gr.Error) and err.message.startswith("Run `demohub download x`. (error id ")
 
 
 def test_model_call_gives_readable_errors_and_zero_gpu_slot(monkeypatch):

@@ -96,3 +96,32 @@ def test_tied_weights_counted_once():
 def test_budget_from_env(monkeypatch):
     monkeypatch.setenv("DEMOHUB_POOL_BYTES", "12345")
     assert ModelPool().budget_bytes == 12345
+
+
+def test_a_model_above_the_budget_is_refused_and_unloads_nothing():
+    from shared.errors import ModelTooLarge
+
+    pool = ModelPool(budget_bytes=1000)
+    pool.get("small", lambda: Model(100))  # 400 bytes
+    with pytest.raises(ModelTooLarge, match=r"needs about 14 GB of memory, more than this server's model budget"):
+        pool.get("huge", lambda: pytest.fail("never loaded"), size_hint=14_000_000_000)
+    stats = pool.stats()
+    assert list(stats.loaded) == ["small"] and stats.evictions == 0 and stats.loads == 1
+
+
+def test_room_is_made_only_as_needed_right_before_the_load():
+    pool = ModelPool(budget_bytes=1000)
+    pool.get("a", lambda: Model(100))  # 400 bytes
+    pool.get("b", lambda: Model(100))  # 400 bytes: 800 in all
+    seen = []
+    pool.get("c", lambda: seen.append(sorted(pool.stats().loaded)) or Model(25), size_hint=100)
+    assert seen == [["a", "b"]], "a 100-byte hint fits beside both, so nothing was evicted before the load"
+    pool.get("d", lambda: seen.append(sorted(pool.stats().loaded)) or Model(100), size_hint=400)
+    assert seen[-1] == ["b", "c"], "the least recently used model made room for the 400-byte hint"
+
+
+def test_lookup_never_loads():
+    pool = ModelPool(budget_bytes=1000)
+    assert pool.lookup("m") is None and pool.stats().loads == 0
+    model = pool.get("m", lambda: Model(10))
+    assert pool.lookup("m") is model and pool.stats().hits == 1

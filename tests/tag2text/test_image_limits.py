@@ -6,7 +6,6 @@ import io
 import re
 import struct
 import zipfile
-import zlib
 from pathlib import Path
 
 import numpy as np
@@ -24,21 +23,13 @@ from apps.tag2text.images import (
     scan_images,
 )
 from shared.errors import UserInputError
+from tests.fixtures.images import png_header_only
 
 
 def encoded(image: Image.Image, fmt: str, **options) -> bytes:
     buf = io.BytesIO()
     image.save(buf, format=fmt, **options)
     return buf.getvalue()
-
-
-def png_header_only(width: int, height: int) -> bytes:
-    """A PNG whose header claims ``width``×``height`` and that has no pixel data: decoding it fails."""
-    def chunk(kind: bytes, data: bytes) -> bytes:
-        return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data) & 0xFFFFFFFF)
-
-    ihdr = struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0)
-    return b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", ihdr) + chunk(b"IDAT", zlib.compress(b"")) + chunk(b"IEND", b"")
 
 
 def natural(width: int, height: int, seed: int = 0) -> Image.Image:

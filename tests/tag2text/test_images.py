@@ -3,9 +3,7 @@
 from __future__ import annotations
 
 import io
-import struct
 import zipfile
-import zlib
 
 import numpy as np
 import pytest
@@ -13,21 +11,13 @@ from PIL import Image
 
 from apps.tag2text.images import MAX_BATCH, MEAN, STD, collect_images, load_image, preprocess
 from shared.errors import UserInputError
+from tests.fixtures.images import png_header_only
 
 
 def png_bytes(image: Image.Image) -> bytes:
     buf = io.BytesIO()
     image.save(buf, format="PNG")
     return buf.getvalue()
-
-
-def png_header_only(width: int, height: int) -> bytes:
-    """A PNG whose header claims ``width``×``height``: nothing that large is ever allocated."""
-    def chunk(kind: bytes, data: bytes) -> bytes:
-        return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data) & 0xFFFFFFFF)
-
-    ihdr = struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0)
-    return b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", ihdr) + chunk(b"IDAT", zlib.compress(b"")) + chunk(b"IEND", b"")
 
 
 def test_preprocess_is_squash_bilinear_resize_and_imagenet_normalisation():

@@ -47,8 +47,11 @@ def test_page_builds_without_weights_and_says_so(no_weights):
     demo = build(no_weights)
     assert isinstance(demo, gr.Blocks)
     config = json.dumps(demo.get_config_file(), default=str)
-    assert "not on this machine" in config and "4.48 GB" in config
-    assert "Download weights (4.48 GB)" in config
+    assert "are not on this server" in config and "4.48 GB" in config
+    assert "demohub download tag2text --weights tag2text-swin-14m" in config
+    assert "Download weights" not in config, "visitors get no download button unless the operator allows downloads"
+    operator_ctx = DemoContext(DEMO, pool=no_weights.pool, downloads=True)
+    assert "Download weights (4.48 GB)" in json.dumps(build(operator_ctx).get_config_file(), default=str)
     endpoints = demo.get_api_info()["named_endpoints"]
     assert [p["parameter_name"] for p in endpoints["/tag_image"]["parameters"]] == ["image", "threshold", "user_tags"]
     assert set(endpoints) == {"/tag_image", "/tag_batch"}

@@ -1,0 +1,147 @@
+"""How a hub is served: every limit and switch of a public deployment, from `demohub serve` flags or DEMOHUB_* vars.
+
+Defaults are the safe ones: a hub reachable from other machines (a non-loopback bind, `--share`, a Space) never lets
+visitors start downloads, uploads and queues are bounded, monitoring is off, and file inputs never fetch URLs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ipaddress
+import os
+import re
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+from shared.errors import UserInputError
+
+DOWNLOAD_MODES = ("auto", "on", "off")
+_UNITS = {"": 1, "b": 1, "kb": 10**3, "mb": 10**6, "gb": 10**9}
+_TRUE = {"1", "true", "yes", "on"}
+
+
+def parse_size(text: str | int) -> int:
+    """``25MB`` / ``500kb`` / ``1000000`` -> bytes (decimal units, as sizes are shown everywhere else)."""
+    match = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([kmg]?b?)\s*", str(text).lower())
+    if not match:
+        raise UserInputError(f"{text!r} is not a size; write it like 25MB, 500KB or 1000000.")
+    return int(float(match[1]) * _UNITS[match[2]])
+
+
+def parse_auth(value: str) -> tuple[tuple[str, str], ...]:
+    """``user:pass[,user2:pass2]``, or the path of a file with one ``user:pass`` per line (# comments allowed)."""
+    if not value:
+        return ()
+    path = Path(value).expanduser()
+    lines = path.read_text(encoding="utf-8").splitlines() if path.is_file() else value.split(",")
+    pairs = []
+    for line in (raw.strip() for raw in lines):
+        if not line or line.startswith("#"):
+            continue
+        user, sep, password = line.partition(":")
+        if not sep or not user or not password:
+            raise UserInputError("Each login must be written user:password (in --auth, DEMOHUB_AUTH or its file).")
+        pairs.append((user, password))
+    return tuple(pairs)
+
+
+def on_space() -> bool:
+    """Running on Hugging Face Spaces (the platform sets SPACE_ID and SYSTEM=spaces)."""
+    return bool(os.environ.get("SPACE_ID")) or os.environ.get("SYSTEM") == "spaces"
+
+
+def is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+@dataclass(frozen=True)
+class ServeSettings:
+    host: str = "127.0.0.1"
+    port: int = 7860
+    share: bool = False
+    downloads: str = "auto"  # auto: on only for a loopback bind without --share, never on a Space
+    max_file_size: int = 25_000_000  # bytes per uploaded file
+    queue_size: int = 64  # events waiting in the queue, all demos together
+    session_jobs: int = 4  # events one browser session (or API client session) may have waiting or running
+    demo_concurrency: int = 1  # model calls one demo runs at once (each demo has its own queue group)
+    auth: tuple[tuple[str, str], ...] = field(default=(), repr=False)
+    monitoring: bool = False  # Gradio's /monitoring dashboard and summary
+    allow_url_inputs: bool = False  # let file inputs name a web address the server then fetches
+    delete_cache: int = 3600  # seconds after which uploads and outputs are deleted (0: keep them)
+
+    def __post_init__(self):
+        if self.downloads not in DOWNLOAD_MODES:
+            raise UserInputError(f"--downloads must be one of {', '.join(DOWNLOAD_MODES)}, not {self.downloads!r}.")
+        for name in ("max_file_size", "queue_size", "session_jobs", "demo_concurrency"):
+            if getattr(self, name) < 1:
+                raise UserInputError(f"{name.replace('_', '-')} must be at least 1.")
+
+    @property
+    def downloads_allowed(self) -> bool:
+        """May a visitor's request start a weight download? ``auto`` says yes only on a private, local hub."""
+        if self.downloads == "auto":
+            return is_loopback(self.host) and not self.share and not on_space()
+        return self.downloads == "on"
+
+    @property
+    def delete_cache_pair(self) -> tuple[int, int] | None:
+        """Gradio's ``delete_cache=(every, older_than)``: sweep every tenth of the age, at least once a minute."""
+        if not self.delete_cache:
+            return None
+        return max(1, min(60, self.delete_cache // 10)), self.delete_cache
+
+
+def _env(name: str, default: str) -> str:
+    return os.environ.get(f"DEMOHUB_{name}", default)
+
+
+def add_arguments(parser: argparse.ArgumentParser, default_port: int | None = 7860) -> None:
+    """The `demohub serve` flags; each defaults to its DEMOHUB_* variable, then to ServeSettings' default."""
+    d = ServeSettings()
+    port = os.environ.get("DEMOHUB_PORT")
+    parser.add_argument("--host", default=_env("HOST", d.host),
+                        help="address to bind (127.0.0.1: this machine only; 0.0.0.0: every interface)")
+    parser.add_argument("--port", type=int, default=int(port) if port else default_port)
+    parser.add_argument("--share", action="store_true", help="also open a temporary public gradio.live link")
+    parser.add_argument("--downloads", choices=DOWNLOAD_MODES, default=_env("DOWNLOADS", d.downloads),
+                        help="may visitors' requests download missing weights (auto: only on a loopback bind "
+                             "without --share and not on a Space)")
+    parser.add_argument("--max-file-size", type=parse_size, default=_env("MAX_FILE_SIZE", str(d.max_file_size)),
+                        help="largest uploaded file, e.g. 25MB")
+    parser.add_argument("--queue-size", type=int, default=int(_env("QUEUE_SIZE", str(d.queue_size))),
+                        help="requests that may wait in the queue, all demos together")
+    parser.add_argument("--session-jobs", type=int, default=int(_env("SESSION_JOBS", str(d.session_jobs))),
+                        help="requests one visitor session may have waiting or running")
+    parser.add_argument("--demo-concurrency", type=int,
+                        default=int(_env("DEMO_CONCURRENCY", str(d.demo_concurrency))),
+                        help="model calls each demo runs at once")
+    parser.add_argument("--auth", default=_env("AUTH", ""),
+                        help="require a login: user:pass[,user2:pass2] or a file of user:pass lines")
+    parser.add_argument("--monitoring", action="store_true", default=_env("MONITORING", "0").lower() in _TRUE,
+                        help="turn on Gradio's /monitoring dashboard (off by default)")
+    parser.add_argument("--allow-url-inputs", action="store_true",
+                        default=_env("ALLOW_URL_INPUTS", "0").lower() in _TRUE,
+                        help="let file inputs be web addresses that the server fetches (off by default)")
+    parser.add_argument("--delete-cache", type=int, default=int(_env("DELETE_CACHE", str(d.delete_cache))),
+                        help="delete uploads and outputs older than this many seconds (0: keep them)")
+
+
+def from_args(args: argparse.Namespace) -> ServeSettings:
+    return ServeSettings(
+        host=args.host, port=args.port or ServeSettings.port, share=args.share, downloads=args.downloads,
+        max_file_size=parse_size(args.max_file_size), queue_size=args.queue_size, session_jobs=args.session_jobs,
+        demo_concurrency=args.demo_concurrency, auth=parse_auth(args.auth), monitoring=args.monitoring,
+        allow_url_inputs=args.allow_url_inputs, delete_cache=args.delete_cache,
+    )
+
+
+def from_env(**overrides) -> ServeSettings:
+    """Settings from DEMOHUB_* variables only (a Space's app.py, the Streamlit hub, tests)."""
+    parser = argparse.ArgumentParser(add_help=False)
+    add_arguments(parser)
+    return replace(from_args(parser.parse_args([])), **overrides)

@@ -1,0 +1,87 @@
+"""apps.settings: the public-deployment defaults, how `auto` decides downloads, and the flags/variables behind them."""
+
+from __future__ import annotations
+
+import argparse
+
+import pytest
+
+from apps.settings import ServeSettings, add_arguments, from_args, from_env, parse_auth, parse_size
+from shared.errors import UserInputError
+
+
+@pytest.mark.parametrize(("host", "share", "space", "allowed"), [
+    ("127.0.0.1", False, False, True),
+    ("localhost", False, False, True),
+    ("::1", False, False, True),
+    ("127.0.0.2", False, False, True),
+    ("0.0.0.0", False, False, False),
+    ("192.168.1.20", False, False, False),
+    ("my-hub.example.org", False, False, False),
+    ("127.0.0.1", True, False, False),  # --share opens a public link
+    ("127.0.0.1", False, True, False),  # a Space serves the public
+])
+def test_auto_downloads_only_for_a_private_local_hub(monkeypatch, host, share, space, allowed):
+    monkeypatch.delenv("SPACE_ID", raising=False)
+    monkeypatch.delenv("SYSTEM", raising=False)
+    if space:
+        monkeypatch.setenv("SPACE_ID", "lab/hub")
+    assert ServeSettings(host=host, share=share).downloads_allowed is allowed
+    assert ServeSettings(host=host, share=share, downloads="on").downloads_allowed
+    assert not ServeSettings(host="127.0.0.1", downloads="off").downloads_allowed
+
+
+def test_safe_defaults():
+    s = ServeSettings()
+    assert (s.downloads, s.max_file_size, s.queue_size, s.session_jobs, s.monitoring, s.allow_url_inputs) == (
+        "auto", 25_000_000, 64, 4, False, False)
+    assert s.auth == () and s.delete_cache_pair == (60, 3600)
+    assert ServeSettings(delete_cache=0).delete_cache_pair is None
+    assert ServeSettings(delete_cache=2).delete_cache_pair == (1, 2)
+
+
+@pytest.mark.parametrize(("text", "size"), [("25MB", 25_000_000), ("25 mb", 25_000_000), ("500kb", 500_000),
+                                            ("1.5GB", 1_500_000_000), ("1000", 1000), (4096, 4096)])
+def test_sizes(text, size):
+    assert parse_size(text) == size
+
+
+@pytest.mark.parametrize("text", ["", "big", "25 MiB", "-1MB"])
+def test_bad_sizes_say_how_to_write_them(text):
+    with pytest.raises(UserInputError, match="write it like 25MB"):
+        parse_size(text)
+
+
+def test_auth_inline_and_from_a_file(tmp_path):
+    assert parse_auth("ada:pw1,alan:p:w2") == (("ada", "pw1"), ("alan", "p:w2"))
+    logins = tmp_path / "logins"
+    logins.write_text("# lab\nada:pw1\n\n  grace:pw3  \n")
+    assert parse_auth(str(logins)) == (("ada", "pw1"), ("grace", "pw3"))
+    assert parse_auth("") == ()
+    for bad in ("ada", "ada:", ":pw"):
+        with pytest.raises(UserInputError, match="user:password"):
+            parse_auth(bad)
+
+
+def test_flags_read_their_variables_and_flags_win(monkeypatch):
+    monkeypatch.setenv("DEMOHUB_QUEUE_SIZE", "16")
+    monkeypatch.setenv("DEMOHUB_DOWNLOADS", "off")
+    monkeypatch.setenv("DEMOHUB_MAX_FILE_SIZE", "5MB")
+    monkeypatch.setenv("DEMOHUB_AUTH", "ada:pw")
+    monkeypatch.setenv("DEMOHUB_MONITORING", "1")
+    env = from_env()
+    assert (env.queue_size, env.downloads, env.max_file_size, env.auth, env.monitoring) == (
+        16, "off", 5_000_000, (("ada", "pw"),), True)
+    parser = argparse.ArgumentParser()
+    add_arguments(parser)
+    flags = from_args(parser.parse_args(["--queue-size", "8", "--downloads", "on", "--session-jobs", "2",
+                                         "--allow-url-inputs", "--delete-cache", "0", "--host", "0.0.0.0"]))
+    assert (flags.queue_size, flags.downloads, flags.session_jobs, flags.allow_url_inputs, flags.delete_cache,
+            flags.host) == (8, "on", 2, True, 0, "0.0.0.0")
+
+
+def test_impossible_settings_are_refused():
+    with pytest.raises(UserInputError, match="--downloads must be one of auto, on, off"):
+        ServeSettings(downloads="sometimes")
+    with pytest.raises(UserInputError, match="queue-size must be at least 1"):
+        ServeSettings(queue_size=0)
