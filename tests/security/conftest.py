@@ -1,0 +1,150 @@
+"""Hubs as strangers meet them.
+
+``public_hub``: `demohub serve --host 0.0.0.0` as a real command in its own process (so its peak memory can be read
+from /proc), with the defaults a public deployment gets (downloads "auto" resolve to off on a non-loopback bind), a
+small queue so a flood is cheap to provoke, tiny Tag2Text and GeoDiffusion checkpoints, no 3D-MoLM weights, and
+``HF_ENDPOINT`` pointing at a local Hub-compatible server that holds real (tiny) repos: any download attempt would
+show up in its request log. It runs in an empty working directory, so anything written outside the caches shows.
+
+``local_hub``: the hub in this process on 127.0.0.1 (downloads "auto" resolve to on), against the same local Hub.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import shutil
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+import requests
+
+from shared.weights import BUNDLED_ROOT
+from tests.conftest import free_port
+from tests.fixtures.hub_server import HubServer
+from tests.security import raw
+
+PUBLIC_QUEUE_SIZE = 4
+PRAX_OFFICIAL = "pragmatic-programs/pragmatic-ft-listener"
+
+
+def tiny_byt5_repo() -> dict[str, bytes]:
+    """The official PraX listener layout (config.json + pickled pytorch_model.bin) holding our tiny listener."""
+    import torch
+    from safetensors.torch import load_file
+
+    folder = BUNDLED_ROOT / "prax" / "tiny-literal"
+    buffer = io.BytesIO()
+    torch.save(load_file(folder / "model.safetensors"), buffer)
+    return {"config.json": (folder / "config.json").read_bytes(), "pytorch_model.bin": buffer.getvalue(),
+            "README.md": b"# not in allow_patterns: never downloaded\n"}
+
+
+@pytest.fixture(scope="session")
+def hub_server():
+    server = HubServer()
+    server.start()
+    server.add_repo(PRAX_OFFICIAL, tiny_byt5_repo())
+    server.add_repo("pragmatic-programs/listener-suffix-idx-300k", tiny_byt5_repo())
+    yield server
+    server.stop()
+
+
+@dataclass
+class RunningHub:
+    url: str
+    process: subprocess.Popen
+    root: Path  # holds cwd/, hf-cache/, gradio/, state/ and hub.log
+
+    @property
+    def log(self) -> str:
+        return (self.root / "hub.log").read_text(errors="replace")
+
+    def status(self, field: str) -> int:
+        """A /proc/<pid>/status figure in kB (VmRSS, VmHWM)."""
+        for line in Path(f"/proc/{self.process.pid}/status").read_text().splitlines():
+            if line.startswith(field + ":"):
+                return int(line.split()[1])
+        raise KeyError(field)
+
+    def reset_peak_memory(self) -> None:
+        Path(f"/proc/{self.process.pid}/clear_refs").write_text("5")  # VmHWM := VmRSS (Linux >= 4.0)
+
+    def files_under(self, name: str) -> list[Path]:
+        return sorted(p for p in (self.root / name).rglob("*") if p.is_file())
+
+
+def start_hub(root: Path, args: list[str], env: dict[str, str], port: int) -> RunningHub:
+    for name in ("cwd", "hf-cache", "gradio", "state", "converted"):
+        (root / name).mkdir(parents=True, exist_ok=True)
+    environment = {k: v for k, v in os.environ.items() if k not in ("HF_HUB_OFFLINE", "PYTEST_CURRENT_TEST")}
+    environment.update(HF_HUB_CACHE=str(root / "hf-cache"), GRADIO_TEMP_DIR=str(root / "gradio"),
+                       DEMOHUB_STATE_DIR=str(root / "state"), DEMOHUB_CONVERTED_CACHE=str(root / "converted"),
+                       GRADIO_ANALYTICS_ENABLED="False", HF_HUB_DISABLE_TELEMETRY="1", OMP_NUM_THREADS="1",
+                       PYTHONUNBUFFERED="1", **env)
+    log = open(root / "hub.log", "w")  # noqa: SIM115 - closed with the process
+    process = subprocess.Popen([sys.executable, "-m", "apps.cli", "serve", "--port", str(port), *args],
+                               cwd=root / "cwd", env=environment, stdout=log, stderr=subprocess.STDOUT)
+    url = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise AssertionError(f"demohub serve exited ({process.returncode}):\n{(root / 'hub.log').read_text()}")
+        try:
+            if requests.get(f"{url}/config", timeout=2).status_code == 200:
+                return RunningHub(url, process, root)
+        except requests.ConnectionError:
+            pass
+        time.sleep(0.5)
+    process.kill()
+    raise AssertionError(f"demohub serve did not answer within 120 s:\n{(root / 'hub.log').read_text()}")
+
+
+@pytest.fixture(scope="session")
+def public_root(tiny_root, tmp_path_factory) -> Path:
+    """Checkpoints of a public hub: Tag2Text and GeoDiffusion (tiny); 3D-MoLM deliberately missing."""
+    root = tmp_path_factory.mktemp("public-checkpoints")
+    for demo in ("tag2text", "geodiffusion"):
+        shutil.copytree(tiny_root / demo, root / demo)
+    return root
+
+
+@pytest.fixture(scope="session")
+def public_hub(public_root, hub_server, tmp_path_factory):
+    hub = start_hub(tmp_path_factory.mktemp("public-hub"),
+                    ["--host", "0.0.0.0", "--queue-size", str(PUBLIC_QUEUE_SIZE)],
+                    {"DEMOHUB_CHECKPOINTS": str(public_root), "HF_ENDPOINT": hub_server.url}, free_port())
+    yield hub
+    hub.process.terminate()
+    hub.process.wait(timeout=30)
+
+
+@pytest.fixture(scope="session")
+def public_config(public_hub) -> dict:
+    return requests.get(f"{public_hub.url}/config", timeout=30).json()
+
+
+HONEST_PRAX = [[{"string": "ab1", "label": "+"}, {"string": "cd2", "label": "+"}, {"string": "x", "label": "-"}],
+               "tiny-literal", 3]
+
+
+def honest_request_works(url: str) -> None:
+    """The next honest visitor is served: PraX on the bundled tiny listener answers with ranked regexes."""
+    answer = raw.call(url, "synthesize", HONEST_PRAX)
+    assert answer.ok, answer.message
+    assert answer.data[0]["weights"] == "tiny-literal" and answer.data[0]["n_samples"] > 0
+
+
+SERVER_PATH_MARKERS = ("/tmp/", "/root/", "/home/", "/work/", "site-packages", "Traceback", "File \"")
+
+
+def assert_clean(message: str, *paths: Path) -> None:
+    """A visitor-facing sentence: no server path, no traceback, no library exception dump."""
+    assert message, "expected a message"
+    for marker in (*SERVER_PATH_MARKERS, *(str(p) for p in paths)):
+        assert marker not in message, f"{marker!r} leaked into: {message}"
+    assert len(message) < 600, message

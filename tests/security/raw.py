@@ -1,0 +1,101 @@
+"""Raw HTTP, the way a hostile visitor talks to a hub: /gradio_api/call/*, /gradio_api/queue/join with any fn_index,
+/gradio_api/upload, and reading the results from the server-sent event streams. No gradio_client here."""
+
+from __future__ import annotations
+
+import json
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+
+import requests
+
+TIMEOUT = 120
+
+
+@dataclass
+class Answer:
+    ok: bool  # the event completed
+    status: int  # HTTP status of the request that started it (200 when the queue took it)
+    message: str  # the error sentence (or the refusal detail); "" on success
+    data: object = None  # the outputs on success
+
+
+def session() -> str:
+    return uuid.uuid4().hex[:11]
+
+
+def call(url: str, api_name: str, data: list, timeout: float = TIMEOUT) -> Answer:
+    """POST /gradio_api/call/<api_name>, then read its event stream to the end."""
+    r = requests.post(f"{url}/gradio_api/call/{api_name.lstrip('/')}", json={"data": data}, timeout=timeout)
+    if r.status_code != 200:
+        return Answer(False, r.status_code, _detail(r))
+    event_id = r.json()["event_id"]
+    with requests.get(f"{url}/gradio_api/call/{api_name.lstrip('/')}/{event_id}", stream=True,
+                      timeout=timeout) as stream:
+        event = None
+        for line in stream.iter_lines(decode_unicode=True):
+            if line.startswith("event:"):
+                event = line.split(":", 1)[1].strip()
+            elif line.startswith("data:") and event in ("complete", "error"):
+                payload = json.loads(line.split(":", 1)[1]) if line[5:].strip() not in ("", "null") else None
+                if event == "complete":
+                    return Answer(True, 200, "", payload)
+                message = payload.get("error") if isinstance(payload, dict) else str(payload)
+                return Answer(False, 200, message or "")
+    raise AssertionError(f"the stream of {api_name} ended without a result")
+
+
+def join(url: str, fn_index: int, data: list, session_hash: str, timeout: float = TIMEOUT) -> tuple[int, object]:
+    """POST /gradio_api/queue/join; returns (status, event_id or the refusal detail)."""
+    body = {"data": data, "fn_index": fn_index, "session_hash": session_hash, "event_data": None,
+            "trigger_id": None}
+    r = requests.post(f"{url}/gradio_api/queue/join", json=body, timeout=timeout)
+    return r.status_code, (r.json()["event_id"] if r.status_code == 200 else _detail(r))
+
+
+def results(url: str, session_hash: str, expected: int, timeout: float = TIMEOUT) -> dict[str, Answer]:
+    """Read /gradio_api/queue/data for one session until ``expected`` events completed: event_id -> Answer."""
+    done: dict[str, Answer] = {}
+    with requests.get(f"{url}/gradio_api/queue/data", params={"session_hash": session_hash}, stream=True,
+                      timeout=timeout) as stream:
+        for line in stream.iter_lines(decode_unicode=True):
+            if not line.startswith("data:"):
+                continue
+            msg = json.loads(line[5:])
+            if msg.get("msg") == "process_completed":
+                output = msg.get("output") or {}
+                ok = bool(msg.get("success"))
+                done[msg["event_id"]] = Answer(ok, 200, "" if ok else str(output.get("error") or ""),
+                                               output.get("data"))
+                if len(done) >= expected:
+                    return done
+            elif msg.get("msg") == "close_stream":
+                break
+    return done
+
+
+def upload(url: str, *paths: Path, timeout: float = TIMEOUT) -> list[dict]:
+    """Upload files as the page does; returns FileData dicts to put in ``data``."""
+    files = [("files", (Path(p).name, Path(p).read_bytes())) for p in paths]
+    r = requests.post(f"{url}/gradio_api/upload", files=files, timeout=timeout)
+    r.raise_for_status()
+    return [file_data(path) for path in r.json()]
+
+
+def file_data(path: str, **extra) -> dict:
+    return {"path": path, "meta": {"_type": "gradio.FileData"}, **extra}
+
+
+def fn_index(config: dict, api_name: str) -> int:
+    return next(d["id"] for d in config["dependencies"] if d.get("api_name") == api_name)
+
+
+def _detail(response: requests.Response) -> str:
+    try:
+        detail = response.json().get("detail", response.text)
+    except ValueError:
+        return response.text
+    if isinstance(detail, list):  # a validator-style refusal: one message per parameter
+        return " ".join(str(d.get("message", d)) if isinstance(d, dict) else str(d) for d in detail)
+    return str(detail)

@@ -1,0 +1,119 @@
+"""What a stranger can read: no monitoring, no pool internals, no server files, no operator route without its token;
+with --auth, nothing without a login. The operator reads the pool with `demohub stats`."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import requests
+from gradio_client import Client
+
+from shared.weights import REPO_ROOT
+from tests.conftest import free_port
+from tests.security import raw
+from tests.security.conftest import HONEST_PRAX, honest_request_works
+
+
+@pytest.mark.parametrize("path", ["/monitoring", "/monitoring/summary", "/gradio_api/monitoring/summary"])
+def test_monitoring_is_off(public_hub, path):
+    r = requests.get(public_hub.url + path, timeout=30)
+    assert r.status_code in (403, 404) and "functions" not in r.text
+
+
+def test_pool_internals_are_not_an_endpoint(public_hub, public_config):
+    assert not any("pool" in (d.get("api_name") or "") for d in public_config["dependencies"])
+    answer = raw.call(public_hub.url, "pool_stats", [])
+    assert not answer.ok and answer.status in (404, 500) and "loaded" not in answer.message  # Gradio: 500
+
+
+@pytest.mark.parametrize("token", [None, "Bearer guess", "Bearer "])
+def test_operator_route_needs_the_operator_token(public_hub, token):
+    headers = {"Authorization": token} if token else {}
+    r = requests.get(f"{public_hub.url}/demohub/operator/stats", headers=headers, timeout=30)
+    assert r.status_code == 404 and "loaded" not in r.text
+
+
+def test_demohub_stats_reads_the_pool_for_the_operator(public_hub):
+    honest_request_works(public_hub.url)  # loads prax/tiny-literal
+    port = public_hub.url.rsplit(":", 1)[1]
+    state = public_hub.root / "state"
+    assert oct((state / f"hub-{port}.json").stat().st_mode & 0o777) == "0o600"
+    done = subprocess.run([sys.executable, "-m", "apps.cli", "stats", "--port", port], capture_output=True, text=True,
+                          env={**os.environ, "DEMOHUB_STATE_DIR": str(state)}, timeout=60)
+    assert done.returncode == 0, done.stderr
+    stats = json.loads(done.stdout)
+    assert "prax/tiny-literal" in stats["loaded"] and stats["loaded"]["prax/tiny-literal"] > 1_000_000
+    assert stats["loads"] >= 1 and stats["queue_size"] == 4
+
+
+@pytest.mark.parametrize("target", ["/etc/passwd", str(REPO_ROOT / "README.md"), "../../../../etc/passwd",
+                                    str(REPO_ROOT / "checkpoints" / "prax" / "tiny-literal" / "config.json")])
+def test_server_files_are_not_served(public_hub, target):
+    r = requests.get(f"{public_hub.url}/gradio_api/file={target}", timeout=30)
+    assert r.status_code in (403, 404) and "root:" not in r.text and "Paper Demo Hub" not in r.text
+    honest_request_works(public_hub.url)
+
+
+def test_a_file_input_naming_a_server_path_is_refused(public_hub, public_config):
+    """A queue event whose file input points at a server file (not an upload) does not read it."""
+    tag_image = raw.fn_index(public_config, "tag_image")
+    session = raw.session()
+    status, event_id = raw.join(public_hub.url, tag_image, [raw.file_data("/etc/passwd"), 0.68, "", None], session)
+    assert status == 200
+    answer = raw.results(public_hub.url, session, 1)[event_id]
+    assert not answer.ok
+    assert answer.message == "Cannot move /etc/passwd to the gradio cache dir because it was not uploaded by a user."
+    honest_request_works(public_hub.url)
+
+
+@pytest.fixture(scope="module")
+def private_hub(tmp_path_factory):
+    from apps import hub
+    from apps.settings import ServeSettings, parse_auth
+    from shared.pool import ModelPool
+
+    logins = tmp_path_factory.mktemp("auth") / "logins.txt"
+    logins.write_text("# lab members\nada:lovelace-2024\nalan:turing\n")
+    settings = ServeSettings(port=free_port(), auth=parse_auth(str(logins)), delete_cache=2)
+    blocks, (_, url, _) = hub.launch(settings, prevent_thread_lock=True, pool=ModelPool(budget_bytes=10**9))
+    yield url.rstrip("/")
+    blocks.close()
+
+
+def test_private_hub_needs_a_login(private_hub):
+    assert requests.get(f"{private_hub}/config", timeout=30).status_code == 401
+    answer = raw.call(private_hub, "synthesize", HONEST_PRAX)
+    assert not answer.ok and answer.status == 401
+    r = requests.post(f"{private_hub}/login", data={"username": "ada", "password": "wrong"}, timeout=30)
+    assert r.status_code == 400
+    with pytest.raises(Exception):  # noqa: B017 - gradio_client raises ValueError("Could not login ...")
+        Client(private_hub, auth=("ada", "wrong"), verbose=False)
+
+
+def test_uploads_are_deleted_after_the_cache_age(private_hub, tmp_path):
+    """--delete-cache 2: Gradio's sweeper (every second here) removes uploads older than two seconds."""
+    browser = requests.Session()
+    assert browser.post(f"{private_hub}/login", data={"username": "ada", "password": "lovelace-2024"},
+                        timeout=30).status_code == 200
+    (tmp_path / "note.txt").write_text("uploaded by a visitor")
+    r = browser.post(f"{private_hub}/gradio_api/upload", files=[("files", ("note.txt", b"uploaded by a visitor"))],
+                     timeout=30)
+    stored = Path(r.json()[0])
+    assert stored.read_text() == "uploaded by a visitor"
+    deadline = time.monotonic() + 20
+    while stored.exists():
+        assert time.monotonic() < deadline, "the upload was never deleted"
+        time.sleep(0.5)
+
+
+def test_private_hub_serves_its_users(private_hub):
+    client = Client(private_hub, auth=("alan", "turing"), verbose=False)
+    result = client.predict(*HONEST_PRAX, api_name="/synthesize")
+    client.close()
+    assert result["weights"] == "tiny-literal" and result["candidates"]
