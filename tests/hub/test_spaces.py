@@ -62,6 +62,19 @@ def test_requirements_pin_gradio_and_parse(name):
     assert "torch" in {r.name for r in reqs}
 
 
+def test_hub_space_preloads_every_demos_default_weights(monkeypatch):
+    """Visitors cannot download on a Space, so the hub Space brings each demo's first official set along."""
+    preloaded = {entry.split(" ")[0]: entry for entry in front_matter(spaces.HUB_SPACE)["preload_from_hub"]}
+    for demo in apps.DEMOS:
+        default = next(ws for ws in demo.weight_sets if ws.repo_id)
+        globbed = any(c in p for p in default.allow_patterns for c in "*?[")
+        files = [] if globbed else [",".join(default.allow_patterns)]  # a glob preloads the whole repo
+        assert preloaded[default.repo_id].split(" ")[1:] == files, demo.id
+    monkeypatch.setenv("SPACE_ID", "lab/paper-demo-hub")
+    settings = spaces.space_settings()
+    assert settings.host == "0.0.0.0" and not settings.downloads_allowed
+
+
 def test_demo_space_needs_only_its_own_requirements():
     prax = (spaces.SPACES_ROOT / "prax" / "requirements.txt").read_text()
     assert "diffusers" not in prax and "rdkit" not in prax

@@ -39,17 +39,31 @@ def test_operator_route_needs_the_operator_token(public_hub, token):
     assert r.status_code == 404 and "loaded" not in r.text
 
 
+def operator_stats(hub) -> dict:
+    port = hub.url.rsplit(":", 1)[1]
+    done = subprocess.run([sys.executable, "-m", "apps.cli", "stats", "--port", port], capture_output=True, text=True,
+                          env={**os.environ, "DEMOHUB_STATE_DIR": str(hub.root / "state")}, timeout=60)
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout)
+
+
 def test_demohub_stats_reads_the_pool_for_the_operator(public_hub):
     honest_request_works(public_hub.url)  # loads prax/tiny-literal
     port = public_hub.url.rsplit(":", 1)[1]
-    state = public_hub.root / "state"
-    assert oct((state / f"hub-{port}.json").stat().st_mode & 0o777) == "0o600"
-    done = subprocess.run([sys.executable, "-m", "apps.cli", "stats", "--port", port], capture_output=True, text=True,
-                          env={**os.environ, "DEMOHUB_STATE_DIR": str(state)}, timeout=60)
-    assert done.returncode == 0, done.stderr
-    stats = json.loads(done.stdout)
+    assert oct((public_hub.root / "state" / f"hub-{port}.json").stat().st_mode & 0o777) == "0o600"
+    stats = operator_stats(public_hub)
     assert "prax/tiny-literal" in stats["loaded"] and stats["loaded"]["prax/tiny-literal"] > 1_000_000
     assert stats["loads"] >= 1 and stats["queue_size"] == 4
+
+
+def test_a_failing_request_unloads_no_other_model(public_hub):
+    """3D-MoLM's 14 GB weights are missing here: asking for them fails before the pool makes room."""
+    honest_request_works(public_hub.url)
+    before = operator_stats(public_hub)
+    answer = raw.call(public_hub.url, "ask", ["CCO", "logp"])
+    assert not answer.ok and "not on this server" in answer.message
+    after = operator_stats(public_hub)
+    assert after["loaded"] == before["loaded"] and after["evictions"] == before["evictions"]
 
 
 @pytest.mark.parametrize("target", ["/etc/passwd", str(REPO_ROOT / "README.md"), "../../../../etc/passwd",
