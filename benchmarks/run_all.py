@@ -35,6 +35,8 @@ BENCHMARKS = [
      "python benchmarks/prax_listeners.py --samples 50"),
     ("Hub under load (PraX + Tag2Text endpoints)", "throughput with one client, same run",
      "python benchmarks/load.py --requests 48 --concurrency 1 8 32"),
+    ("Fairness: PraX while GeoDiffusion is busy", "PraX p95 on the idle hub, same run; goal ≤ 2×",
+     "python benchmarks/fairness.py --requests 40 --steps 200"),
 ]
 LIBRARIES = ("torch", "gradio", "transformers", "diffusers", "huggingface_hub", "rdkit", "numpy")
 
