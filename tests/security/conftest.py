@@ -11,7 +11,6 @@ show up in its request log. It runs in an empty working directory, so anything w
 
 from __future__ import annotations
 
-import io
 import os
 import shutil
 import subprocess
@@ -23,8 +22,8 @@ from pathlib import Path
 import pytest
 import requests
 
-from shared.weights import BUNDLED_ROOT
 from tests.conftest import free_port
+from tests.fixtures import tiny_repos
 from tests.fixtures.hub_server import HubServer
 from tests.security import raw
 
@@ -32,24 +31,12 @@ PUBLIC_QUEUE_SIZE = 4
 PRAX_OFFICIAL = "pragmatic-programs/pragmatic-ft-listener"
 
 
-def tiny_byt5_repo() -> dict[str, bytes]:
-    """The official PraX listener layout (config.json + pickled pytorch_model.bin) holding our tiny listener."""
-    import torch
-    from safetensors.torch import load_file
-
-    folder = BUNDLED_ROOT / "prax" / "tiny-literal"
-    buffer = io.BytesIO()
-    torch.save(load_file(folder / "model.safetensors"), buffer)
-    return {"config.json": (folder / "config.json").read_bytes(), "pytorch_model.bin": buffer.getvalue(),
-            "README.md": b"# not in allow_patterns: never downloaded\n"}
-
-
 @pytest.fixture(scope="session")
 def hub_server():
     server = HubServer()
     server.start()
-    server.add_repo(PRAX_OFFICIAL, tiny_byt5_repo())
-    server.add_repo("pragmatic-programs/listener-suffix-idx-300k", tiny_byt5_repo())
+    server.add_repo(PRAX_OFFICIAL, tiny_repos.prax_listener())
+    server.add_repo("pragmatic-programs/listener-suffix-idx-300k", tiny_repos.prax_listener())
     yield server
     server.stop()
 
