@@ -46,6 +46,11 @@ def output_folder(prefix: str) -> Path:
     return folder
 
 
+def download_progress(progress: gr.Progress) -> Callable[[int, int], None]:
+    """Weight-download bytes on the page's progress bar (where the operator lets visitors download)."""
+    return lambda done, total: progress((done, total), desc="Downloading weights", unit="bytes")
+
+
 def user_errors(fn: Callable) -> Callable:
     """Show any exception from ``fn`` as one readable ``gr.Error`` sentence; the server keeps serving."""
     if inspect.isgeneratorfunction(fn):

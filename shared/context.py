@@ -37,7 +37,7 @@ class DemoContext:
     downloads: bool = False  # may a request download missing weights? The operator decides (apps/settings.py).
     concurrency: int = 1  # model calls of this demo that may run at once (its own queue group)
 
-    def pipeline(self, weights_name: str | None = None) -> Any:
+    def pipeline(self, weights_name: str | None = None, on_download: weights.Progress | None = None) -> Any:
         """The loaded pipeline for a weight set, from the pool (loaded at most once per process).
 
         Order: a pool hit; else the weights are found on disk (or downloaded, if this context may) outside every lock;
@@ -48,24 +48,25 @@ class DemoContext:
         found = self.pool.lookup(key)
         if found is not None:
             return found
-        folder = weights.resolve(self.demo.id, ws, allow_download=self.downloads)
+        folder = weights.resolve(self.demo.id, ws, allow_download=self.downloads, progress=on_download)
         return self.pool.get(key, lambda: load_pipeline(self.demo, ws, folder),
                              size_hint=weights.folder_bytes(folder, ws))
 
     @contextmanager
-    def compute(self, weights_name: str | None = None) -> Iterator[Any]:
-        """``with ctx.compute(name) as pipe: pipe(...)``: load (or download) first, then hold the device only for the
-        model call, so one demo's load or download never blocks another demo's compute."""
+    def compute(self, weights_name: str | None = None, on_download: weights.Progress | None = None) -> Iterator[Any]:
+        """``with ctx.compute(name) as pipe: pipe(...)``: load (or download, reporting bytes to ``on_download``)
+        first, then hold the device only for the model call, so one demo's load or download never blocks another
+        demo's compute."""
         from shared.device import device_slot
 
-        pipe = self.pipeline(weights_name)
+        pipe = self.pipeline(weights_name, on_download)
         with device_slot():
             yield pipe
 
-    def download(self, weights_name: str | None = None) -> Path:
+    def download(self, weights_name: str | None = None, on_download: weights.Progress | None = None) -> Path:
         """Fetch a weight set now (a page's Download button); refused unless this context may download."""
         ws = self.demo.weight_set(weights_name or self.default_weights())
-        return weights.resolve(self.demo.id, ws, allow_download=self.downloads)
+        return weights.resolve(self.demo.id, ws, allow_download=self.downloads, progress=on_download)
 
     def weight_state(self, ws: WeightSet) -> weights.WeightState:
         """The state a visitor sees: "downloadable" only where this context may download."""

@@ -7,12 +7,14 @@ HF cache with ``local_files_only=True`` (no network), then ``snapshot_download``
 
 from __future__ import annotations
 
+import contextvars
 import fnmatch
 import math
 import os
 import shutil
 import threading
 import time
+from collections.abc import Callable
 from enum import Enum
 from pathlib import Path
 
@@ -158,11 +160,15 @@ class _Downloads:
 _downloads = _Downloads()
 
 
-def download(demo_id: str, ws: WeightSet) -> Path:
+Progress = Callable[[int, int], object]  # (bytes written, bytes expected)
+
+
+def download(demo_id: str, ws: WeightSet, progress: Progress | None = None) -> Path:
     """Fetch the weight set into the HF cache at its pinned revision, after checking that the disk can hold it.
 
     One download runs at a time in the process; a failure is remembered for 10 minutes, so repeated requests do not
-    hammer the Hub or the disk. The commit that was sized is the commit that is downloaded.
+    hammer the Hub or the disk. The commit that was sized is the commit that is downloaded. ``progress(done, total)``
+    hears the bytes as they are written (from huggingface_hub's worker threads).
     """
     if not ws.repo_id:
         raise unavailable(demo_id, ws, "it has no Hub repository to download from")
@@ -176,7 +182,7 @@ def download(demo_id: str, ws: WeightSet) -> Path:
         raise WeightsUnavailable(f"Another download is running on this server, so the {demo_id} weights "
                                  f"'{ws.name}' ({ws.size_text}) cannot start now; try again in a few minutes.")
     try:
-        return _download(demo_id, ws)
+        return _download(demo_id, ws, progress)
     except WeightsUnavailable as error:
         _downloads.failures[key] = (time.monotonic(), str(error))
         raise
@@ -184,7 +190,7 @@ def download(demo_id: str, ws: WeightSet) -> Path:
         _downloads.lock.release()
 
 
-def _download(demo_id: str, ws: WeightSet) -> Path:
+def _download(demo_id: str, ws: WeightSet, progress: Progress | None) -> Path:
     from huggingface_hub import snapshot_download
 
     common = dict(allow_patterns=list(ws.allow_patterns) or None, cache_dir=hf_cache_dir(), endpoint=hub_endpoint())
@@ -204,14 +210,42 @@ def _download(demo_id: str, ws: WeightSet) -> Path:
             "The operator can free disk space or point HF_HUB_CACHE at a larger disk."
         )
     try:
-        folder = snapshot_download(ws.repo_id, revision=plan[0].commit_hash, **common)
+        folder = snapshot_download(ws.repo_id, revision=plan[0].commit_hash,
+                                   tqdm_class=_byte_reporter(progress) if progress else None, **common)
     except Exception as error:
         raise unavailable(demo_id, ws, f"the download failed (error id {report(error)}); nothing half-written "
                                        "is used") from None
     return Path(folder)
 
 
-def resolve(demo_id: str, ws: WeightSet, allow_download: bool = False) -> Path:
+def _byte_reporter(progress: Progress):
+    """A silent tqdm class for ``snapshot_download`` that passes its bytes-written bar on to ``progress``, in the
+    caller's context: huggingface_hub updates it from worker threads, and Gradio finds the event in a contextvar."""
+    from tqdm.auto import tqdm
+
+    caller = contextvars.copy_context()
+
+    class Discard:
+        def write(self, text: str) -> None:
+            pass
+
+        def flush(self) -> None:
+            pass
+
+    class ByteReporter(tqdm):
+        def __init__(self, *args, **kwargs):
+            super().__init__(*args, file=Discard(), **kwargs)
+
+        def update(self, n=1):
+            shown = super().update(n)
+            if self.unit == "B" and str(self.desc).startswith("Reconstructing"):  # bytes written to the cache
+                caller.copy().run(progress, int(self.n), int(self.total or 0))
+            return shown
+
+    return ByteReporter
+
+
+def resolve(demo_id: str, ws: WeightSet, allow_download: bool = False, progress: Progress | None = None) -> Path:
     """The local folder holding ``ws``; downloading only if the caller is allowed to (operators, not visitors)."""
     folder = local_folder(demo_id, ws) or cached_folder(ws)
     if folder is not None:
@@ -223,7 +257,7 @@ def resolve(demo_id: str, ws: WeightSet, allow_download: bool = False) -> Path:
             f"The {demo_id} weights '{ws.name}' ({ws.size_text}) are not on this server, and visitors cannot start "
             f"downloads here. The operator can fetch them with `{download_command(demo_id, ws)}`."
         )
-    return download(demo_id, ws)
+    return download(demo_id, ws, progress)
 
 
 def folder_bytes(folder: Path, ws: WeightSet) -> int:

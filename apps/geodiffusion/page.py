@@ -26,6 +26,7 @@ from apps.geodiffusion.layout import (
     parse_layout,
 )
 from apps.ui import (
+    download_progress,
     embed_section,
     model_call,
     model_events,
@@ -208,12 +209,13 @@ class GeoDiffusionPage:
         return layout, encode_prompt(layout, config)
 
     def generate(self, layout_json: str, checkpoint: str | None, seed: int = 0, steps: int | None = None,
-                 cfg: float | None = None, num_images: int = 1, epsilon_scaling: float | None = None, on_step=None):
+                 cfg: float | None = None, num_images: int = 1, epsilon_scaling: float | None = None, on_step=None,
+                 on_download=None):
         config = checkpoint_config(self.ctx, checkpoint)
         steps = config.num_inference_steps if steps is None else steps
         cfg = config.cfg_scale if cfg is None else cfg
         layout, _ = self.check(layout_json, checkpoint, seed, steps, cfg)
-        with self.ctx.compute(checkpoint) as pipe:
+        with self.ctx.compute(checkpoint, on_download) as pipe:
             return pipe(layout, seed=int(seed), num_images=int(num_images), num_inference_steps=int(steps),
                         guidance_scale=float(cfg), epsilon_scaling=epsilon_scaling, progress=on_step)
 
@@ -360,7 +362,8 @@ def build(ctx: DemoContext) -> gr.Blocks:
             progress(0, desc="Loading the checkpoint")
             out = page.generate(layout_json, checkpoint, seed, steps, cfg, num_images=num_images or 1,
                                 epsilon_scaling=epsilon_scaling,
-                                on_step=lambda i, n: progress((i, n), desc="Denoising", unit="steps"))
+                                on_step=lambda i, n: progress((i, n), desc="Denoising", unit="steps"),
+                                on_download=download_progress(progress))
             state = {"images": out.images, "boxes": list(out.layout.boxes), "seed": out.seed, "prompt": out.prompt,
                      "dataset": checkpoint_config(ctx, checkpoint).dataset,
                      "layout_fields": {"camera": out.layout.camera, "timeofday": out.layout.timeofday,

@@ -11,7 +11,16 @@ from pathlib import Path
 import gradio as gr
 
 from apps.molm3d.tasks import TASKS, get_task
-from apps.ui import embed_section, model_call, model_events, paper_card, user_errors, weights_dropdown, weights_notice
+from apps.ui import (
+    download_progress,
+    embed_section,
+    model_call,
+    model_events,
+    paper_card,
+    user_errors,
+    weights_dropdown,
+    weights_notice,
+)
 from shared.context import DemoContext
 from shared.errors import UserInputError
 
@@ -60,7 +69,7 @@ class MoLM3DPage:
                 views.info_markdown(conf, seed), conf)
 
     def ask(self, smiles: str | None, sdf_path: str | None, task: str, question: str = "",
-            weights_name: str | None = None, seed: int = 42, on_step=None):
+            weights_name: str | None = None, seed: int = 42, on_step=None, on_download=None):
         """Conformer views plus the model's answer: (depiction, viewer, table rows, info, answer markdown)."""
         from apps.molm3d.properties import reference_rows
 
@@ -69,7 +78,7 @@ class MoLM3DPage:
         depiction, viewer, _, info, conf = self.show(smiles, sdf_path, seed)
         spec = get_task(task, question)
         step(0.1, "Loading 3D-MoLM (the first time takes a while: ~14 GB)")
-        with self.ctx.compute(weights_name) as pipe:
+        with self.ctx.compute(weights_name, on_download) as pipe:
             step(0.5, "Generating the answer (5-beam search)")
             answer = pipe.ask(conf, question, spec.key)
         rows = reference_rows(conf.mol, {spec.key: answer.value} if spec.numeric else None)
@@ -143,7 +152,7 @@ def build(ctx: DemoContext) -> gr.Blocks:
         @model_call
         def ask_with_views(smiles, sdf, task, question, weights_name, seed, progress=gr.Progress()):
             return page.ask(smiles, sdf, task, question, weights_name, seed,
-                            lambda fraction, text: progress(fraction, desc=text))
+                            lambda fraction, text: progress(fraction, desc=text), download_progress(progress))
 
         @model_call
         def ask_endpoint(smiles: str, question: str = "") -> dict:

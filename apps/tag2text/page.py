@@ -11,6 +11,7 @@ import gradio as gr
 
 from apps.tag2text.images import IMAGE_SUFFIXES, scan_images
 from apps.ui import (
+    download_progress,
     embed_section,
     model_call,
     model_events,
@@ -50,18 +51,18 @@ class Tag2TextPage:
         self.ctx = ctx
 
     def tag_image(self, image: str | None, threshold: float = DEFAULT_THRESHOLD, user_tags: str = "",
-                  weights_name: str | None = None, on_step=None):
+                  weights_name: str | None = None, on_step=None, on_download=None):
         if not image:
             raise UserInputError("Upload an image first (or pick one of the examples).")
-        with self.ctx.compute(weights_name) as pipe:
+        with self.ctx.compute(weights_name, on_download) as pipe:
             result = pipe(image, threshold=threshold, user_tags=user_tags, on_step=on_step)[0]
         scores = {f"{t.name} (#{t.index})": round(t.score, 4) for t in result.tags}
         return tag_chips(result.tags), result.caption, ", ".join(result.user_tags), scores
 
     def tag_batch(self, files: list[str] | None, threshold: float = DEFAULT_THRESHOLD, user_tags: str = "",
-                  weights_name: str | None = None, on_step=None):
+                  weights_name: str | None = None, on_step=None, on_download=None):
         batch = scan_images([str(f) for f in files or []])  # headers only: every limit before any pixel is decoded
-        self.ctx.pipeline(weights_name)  # the weights are here (or a clear message) before any pixel is decoded
+        self.ctx.pipeline(weights_name, on_download)  # weights here (or a clear message) before any pixel is decoded
         images = batch.decode()
         with self.ctx.compute(weights_name) as pipe:
             results = pipe([im.image for im in images], threshold=threshold, user_tags=user_tags, on_step=on_step)
@@ -75,10 +76,10 @@ class Tag2TextPage:
         note = f"Skipped: {'; '.join(batch.skipped)}" if batch.skipped else f"{len(rows)} image(s) processed."
         return table, [str(out / "tag2text.csv"), str(out / "tag2text.json")], note
 
-    def download(self, weights_name: str | None):
+    def download(self, weights_name: str | None, on_download=None):
         """The Download button (rendered only where visitors may download; ``ctx.download`` refuses otherwise)."""
         name = weights_name or self.ctx.default_weights()
-        self.ctx.download(name)
+        self.ctx.download(name, on_download)
         return weights_notice(self.ctx, name), gr.update(choices=self.ctx.weight_choices(), value=name)
 
 
@@ -101,7 +102,11 @@ def build(ctx: DemoContext) -> gr.Blocks:
         chooser.change(lambda name: (name, weights_notice(ctx, name)), chooser, [selected, status],
                        api_visibility="private")
         if ctx.downloads:
-            download_btn.click(user_errors(page.download), selected, [status, chooser], api_visibility="private")
+            @user_errors
+            def download(name, progress=gr.Progress()):
+                return page.download(name, download_progress(progress))
+
+            download_btn.click(download, selected, [status, chooser], api_visibility="private")
         threshold = gr.Slider(0.0, 1.0, value=DEFAULT_THRESHOLD, step=0.01, label="Tag threshold",
                               info="A tag is shown when its score is above this (official default 0.68; "
                                    "person/man/woman keep 0.7).")
@@ -132,7 +137,8 @@ def build(ctx: DemoContext) -> gr.Blocks:
                 """
                 if isinstance(image, dict):  # raw upload (preprocess=False): our reader checks the file, not PIL's
                     image = image.get("path")
-                return page.tag_image(image, threshold, user_tags, weights_name, _progress_callback(progress))
+                return page.tag_image(image, threshold, user_tags, weights_name, _progress_callback(progress),
+                                      download_progress(progress))
 
             # preprocess=False: Gradio's own image preprocessing would open the file with PIL first and turn a
             # truncated file or a decompression bomb into an unreadable error; our reader gives a clear one.
@@ -149,7 +155,8 @@ def build(ctx: DemoContext) -> gr.Blocks:
             @model_call
             def tag_batch(files, threshold, user_tags, weights_name, progress=gr.Progress()):
                 """Tag and caption several images (or a zip); returns a table and CSV/JSON files."""
-                return page.tag_batch(files, threshold, user_tags, weights_name, _progress_callback(progress))
+                return page.tag_batch(files, threshold, user_tags, weights_name, _progress_callback(progress),
+                                      download_progress(progress))
 
             run_batch.click(tag_batch, [files, threshold, user_tags, selected], [table, downloads, batch_note],
                             api_name="tag_batch", **model_events(ctx))

@@ -29,14 +29,16 @@ from tests.security import raw
 
 PUBLIC_QUEUE_SIZE = 4
 PRAX_OFFICIAL = "pragmatic-programs/pragmatic-ft-listener"
+GEODIFFUSION_COCO = "KaiChen1998/geodiffusion-coco-stuff-256x256"
 
 
 @pytest.fixture(scope="session")
-def hub_server():
+def hub_server(tmp_path_factory):
     server = HubServer()
     server.start()
     server.add_repo(PRAX_OFFICIAL, tiny_repos.prax_listener())
     server.add_repo("pragmatic-programs/listener-suffix-idx-300k", tiny_repos.prax_listener())
+    server.add_repo(GEODIFFUSION_COCO, tiny_repos.geodiffusion(tmp_path_factory.mktemp("repos"), "coco_stuff"))
     yield server
     server.stop()
 

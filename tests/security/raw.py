@@ -54,24 +54,31 @@ def join(url: str, fn_index: int, data: list, session_hash: str, timeout: float 
     return r.status_code, (r.json()["event_id"] if r.status_code == 200 else _detail(r))
 
 
-def results(url: str, session_hash: str, expected: int, timeout: float = TIMEOUT) -> dict[str, Answer]:
-    """Read /gradio_api/queue/data for one session until ``expected`` events completed: event_id -> Answer."""
-    done: dict[str, Answer] = {}
+def messages(url: str, session_hash: str, timeout: float = TIMEOUT):
+    """The messages of /gradio_api/queue/data for one session, as dicts, until the stream closes."""
     with requests.get(f"{url}/gradio_api/queue/data", params={"session_hash": session_hash}, stream=True,
                       timeout=timeout) as stream:
         for line in stream.iter_lines(decode_unicode=True):
-            if not line.startswith("data:"):
-                continue
-            msg = json.loads(line[5:])
-            if msg.get("msg") == "process_completed":
-                output = msg.get("output") or {}
-                ok = bool(msg.get("success"))
-                done[msg["event_id"]] = Answer(ok, 200, "" if ok else str(output.get("error") or ""),
-                                               output.get("data"))
-                if len(done) >= expected:
-                    return done
-            elif msg.get("msg") == "close_stream":
-                break
+            if line.startswith("data:"):
+                yield json.loads(line[5:])
+
+
+def results(url: str, session_hash: str, expected: int, timeout: float = TIMEOUT,
+            seen: list | None = None) -> dict[str, Answer]:
+    """Read /gradio_api/queue/data for one session until ``expected`` events completed: event_id -> Answer (every
+    message read is appended to ``seen``, e.g. to look at progress updates)."""
+    done: dict[str, Answer] = {}
+    for msg in messages(url, session_hash, timeout):
+        if seen is not None:
+            seen.append(msg)
+        if msg.get("msg") == "process_completed":
+            output = msg.get("output") or {}
+            ok = bool(msg.get("success"))
+            done[msg["event_id"]] = Answer(ok, 200, "" if ok else str(output.get("error") or ""), output.get("data"))
+            if len(done) >= expected:
+                return done
+        elif msg.get("msg") == "close_stream":
+            break
     return done
 
 

@@ -9,6 +9,7 @@ import threading
 import time
 
 import pytest
+import requests
 
 from shared import weights
 from tests.conftest import free_port
@@ -117,3 +118,22 @@ def test_one_download_at_a_time_and_other_demos_keep_serving(local_hub, hub_serv
     assert downloading.is_alive(), "the download should still be running"
     downloading.join(timeout=120)
     assert slow and slow[0].ok, slow[0].message if slow else "no answer"
+
+
+def test_download_progress_reaches_the_page(local_hub, hub_server):
+    """A GeoDiffusion checkpoint downloaded for a visitor: the page's progress bar hears the bytes."""
+    url, _ = local_hub
+    config = requests.get(f"{url}/config", timeout=30).json()
+    hub_server.delay("geodiffusion-coco-stuff-256x256/resolve", 0.3, method="GET", times=None)
+    session, seen = raw.session(), []
+    status, event_id = raw.join(url, raw.fn_index(config, "generate"),
+                                ['{"bbox": [["giraffe", 0.1, 0.1, 0.4, 0.9]]}', "coco-stuff-256x256", 0, 2, 4.0,
+                                 None, None, True], session)
+    assert status == 200
+    answer = raw.results(url, session, 1, seen=seen)[event_id]
+    assert answer.ok, answer.message
+    steps = [p for m in seen if m.get("msg") == "progress" for p in m.get("progress_data") or []]
+    downloads = [p for p in steps if p.get("desc") == "Downloading weights"]
+    assert downloads and all(p["unit"] == "bytes" and 0 <= p["index"] <= p["length"] for p in downloads)
+    assert max(p["length"] for p in downloads) > 100_000, "the total is the checkpoint's size in bytes"
+    assert any(p.get("desc") == "Denoising" for p in steps), "then the model ran"
