@@ -22,6 +22,9 @@ ROOT = Path(__file__).resolve().parents[1]
 BENCHMARKS = [
     ("Hub cold start", "`python -c \"import gradio\"` in the same run; goal ≤ 1.5×",
      "python benchmarks/hub_cold_start.py --repeats 3"),
+    ("PraX: regex match timeout on catastrophic backtracking", "the unguarded `regex` match of `(a|a)+b` at "
+     "16/18/20 a's in the same run, extrapolated to 40 a's; goal: the guarded `dsl.matches` returns within timeout + "
+     "100 ms", "python benchmarks/prax_dsl.py"),
     ("PraX: incremental RSA example choice", "a plain Python-loop RSA on the same matrix; goal < 100 ms in total",
      "python benchmarks/prax_rsa.py"),
     ("Tag2Text: caption decoding with a KV cache", "the same beam search recomputing every step (no cache), same "

@@ -39,16 +39,33 @@ def test_viewer_in_chromium(browser, page_url):
     pg.wait_for_selector(".molm3d-viewer svg circle", timeout=30_000)
     assert svg.locator("circle").count() == 13  # aspirin, the default molecule
     before = svg.inner_html()
-    pg.wait_for_timeout(300)
-    assert svg.inner_html() != before  # spinning
+    pg.wait_for_function("(before) => document.querySelector('.molm3d-viewer svg').innerHTML !== before", arg=before,
+                         timeout=10_000)  # spinning
     box = svg.bounding_box()
     pg.mouse.move(box["x"] + 100, box["y"] + 100)
     pg.mouse.down()
     pg.mouse.move(box["x"] + 200, box["y"] + 150, steps=5)
     pg.mouse.up()
     dragged = svg.inner_html()
-    pg.wait_for_timeout(300)
-    assert svg.inner_html() == dragged != before  # rotated by the drag, then still
+    assert dragged != before  # rotated by the drag
+    # Then still: proving that nothing happens needs a window. The spin redraws every 50 ms, so watch the svg
+    # with a MutationObserver for 10 spin periods (500 ms of page time, counted frame by frame): any redraw counts.
+    still = pg.evaluate("""async () => {
+        const svg = document.querySelector('.molm3d-viewer svg');
+        let redraws = 0;
+        const observer = new MutationObserver(() => { redraws += 1; });
+        observer.observe(svg, {childList: true, subtree: true, attributes: true, characterData: true});
+        const start = performance.now();
+        let frames = 0;
+        while (performance.now() - start < 10 * 50) {
+            await new Promise(requestAnimationFrame);
+            frames += 1;
+        }
+        observer.disconnect();
+        return {redraws, frames};
+    }""")
+    assert still["frames"] >= 3 and still["redraws"] == 0, still
+    assert svg.inner_html() == dragged
     pg.fill("textarea >> nth=0", "CN1C=NC2=C1C(=O)N(C(=O)N2C)C")
     pg.keyboard.press("Enter")
     pg.wait_for_function("document.querySelectorAll('.molm3d-viewer svg circle').length == 14", timeout=20_000)

@@ -30,23 +30,44 @@ def test_landing_lists_demos_and_catalog(offline):
     assert len(at.expander) == len(apps.DEMOS)
 
 
-@pytest.fixture
-def tiny_checkpoints(offline, tmp_path, monkeypatch):
-    """Tiny checkpoints in the official layouts, found through DEMOHUB_CHECKPOINTS/<demo>/<set>."""
+def build_tiny_checkpoints(root):
+    """Tiny Tag2Text and 3D-MoLM checkpoints in the official layouts, as a DEMOHUB_CHECKPOINTS root."""
     from apps.molm3d.tiny import build_tiny_snapshot
     from apps.tag2text.checkpoint import write_tiny_checkpoint
-    from shared.pool import default_pool
 
-    root = tmp_path / "ckpts"
     write_tiny_checkpoint(root / "tag2text" / "tag2text-swin-14m")
     build_tiny_snapshot(root / "molm3d" / "generalist")
+    return root
+
+
+@pytest.fixture
+def pool():
+    """The process-wide pool the Streamlit pages use, empty before and after the test."""
+    from shared.pool import default_pool
+
+    default_pool().clear()
+    yield default_pool()
+    default_pool().clear()
+
+
+@pytest.fixture
+def tiny_checkpoints(offline, tmp_path, monkeypatch, pool):
+    """Tiny checkpoints in the official layouts, found through DEMOHUB_CHECKPOINTS/<demo>/<set>."""
+    root = build_tiny_checkpoints(tmp_path / "ckpts")
     monkeypatch.setenv("DEMOHUB_CHECKPOINTS", str(root))
-    default_pool().clear()
-    yield root
-    default_pool().clear()
+    return root
 
 
-def test_tag2text_page_tags_an_example(tiny_checkpoints):
+def direct(demo_id: str, pool):
+    """The demo's default pipeline straight from the pool the page used (a pool hit once the page has run it)."""
+    from shared.context import DemoContext
+
+    return DemoContext(apps.get_demo(demo_id), pool).pipeline()
+
+
+def test_tag2text_page_tags_an_example(tiny_checkpoints, pool):
+    from apps.tag2text.page import example_images
+
     at = AppTest.from_file(HUB, default_timeout=120).run()
     at.switch_page("tag2text/streamlit_page.py").run()
     assert not at.exception
@@ -56,32 +77,63 @@ def test_tag2text_page_tags_an_example(tiny_checkpoints):
     at.text_input[0].input("dog, beach").run()
     at.button[0].click().run()
     assert not at.exception and not at.error, [e.value for e in at.error]
-    captions = [m.value for m in at.markdown]
-    assert any(c.strip() for c in captions), "a caption is shown"
+    # the same image, threshold and tags through the pipeline the page used: the page shows exactly its answer
+    beach = next(p for p in example_images() if p.endswith("/beach.png"))
+    expected = direct("tag2text", pool)(beach, threshold=0.0, user_tags="dog, beach")[0]
+    assert expected.caption.strip() and expected.tags
+    assert [s.value for s in at.subheader] == ["Caption", "Tags"]
+    assert expected.caption in [m.value for m in at.markdown], "the tiny model's caption is shown"
     tags = at.dataframe[0].value
-    assert len(tags) > 0 and (tags["score"] >= 0.0).all()
-    assert any("dog, beach" in c.value for c in at.caption)
+    assert list(tags["tag"]) == [t.name for t in expected.tags]
+    assert list(tags["score"]) == pytest.approx([round(t.score, 3) for t in expected.tags], abs=1e-3)
+    assert [c.value for c in at.caption if "guided by your tags" in c.value] == [
+        "Caption guided by your tags: dog, beach"]
 
 
-def test_molm3d_page_conformer_without_weights_and_answer_with_tiny_weights(offline, tmp_path, monkeypatch):
+def test_molm3d_page_conformer_without_weights_and_answer_with_tiny_weights(offline, tmp_path, monkeypatch, pool):
+    from apps.molm3d.conformer import featurize
+    from apps.molm3d.page import EXAMPLES
+
+    monkeypatch.setenv("DEMOHUB_CHECKPOINTS", str(tmp_path / "no-weights"))
     at = AppTest.from_file(HUB, default_timeout=120).run()
     at.switch_page("molm3d/streamlit_page.py").run()
     assert not at.exception and not at.error
     assert any("heavy atoms" in m.value for m in at.markdown)
     assert len(at.dataframe[0].value) >= 3  # RDKit reference table without any weights
+    at.button[0].click().run()  # asking without weights: one sentence naming the download, no answer
+    assert at.error and "demohub download molm3d" in at.error[0].value and not at.exception
+    assert "3D-MoLM" not in [s.value for s in at.subheader]
     at.text_input[0].input("C1CC").run()  # unclosed ring: invalid SMILES
     assert at.error and "SMILES" in at.error[0].value and not at.exception
 
+    monkeypatch.setenv("DEMOHUB_CHECKPOINTS", str(build_tiny_checkpoints(tmp_path / "ckpts")))
+    at = AppTest.from_file(HUB, default_timeout=240).run()
+    at.switch_page("molm3d/streamlit_page.py").run()
+    assert at.text_input[0].value == EXAMPLES[0][0] and at.selectbox[1].value == "caption"
+    at.button[0].click().run()
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    assert [s.value for s in at.subheader] == ["3D-MoLM"]
+    expected = direct("molm3d", pool).ask(featurize(EXAMPLES[0][0]), None, "caption")
+    assert expected.text.strip()
+    assert expected.text in [m.value for m in at.markdown], "the tiny model's answer is shown"
 
-def test_molm3d_page_asks_the_tiny_model(tiny_checkpoints):
+
+def test_molm3d_page_asks_the_tiny_model(tiny_checkpoints, pool):
+    from apps.molm3d.conformer import featurize
+    from apps.molm3d.page import EXAMPLES
+
     at = AppTest.from_file(HUB, default_timeout=240).run()
     at.switch_page("molm3d/streamlit_page.py").run()
     at.selectbox[1].set_value("molecular_weight").run()
     at.button[0].click().run()
     assert not at.exception and not at.error, [e.value for e in at.error]
     assert [s.value for s in at.subheader] == ["3D-MoLM"]
-    table = at.dataframe[0].value
-    assert table.iloc[0].notna().sum() >= 2
+    expected = direct("molm3d", pool).ask(featurize(EXAMPLES[0][0]), None, "molecular_weight")
+    assert expected.text.strip()
+    assert expected.text in [m.value for m in at.markdown], "the tiny model's answer is shown"
+    first = at.dataframe[0].value.iloc[0]
+    assert (first["Property"], first["RDKit"]) == ("Molecular Weight (g/mol)", "180.16 g/mol")  # aspirin
+    assert first["3D-MoLM"] == ("" if expected.value is None else f"{expected.value:.2f}")
 
 
 def test_prax_page_guesses_with_bundled_listeners(offline):
