@@ -45,8 +45,8 @@ def report(error: BaseException) -> str:
 
 def user_message(error: BaseException) -> str:
     """The sentence a page shows for ``error``: input errors verbatim, server-side errors with an id for the log."""
-    if isinstance(error, UserInputError):
-        return str(error)
+    if isinstance(error, UserInputError) or (isinstance(error, DemoHubError) and "(error id " in str(error)):
+        return str(error)  # the visitor's own input, or a sentence whose cause is already in the log under its id
     error_id = report(error)
     if isinstance(error, DemoHubError):
         return f"{error} (error id {error_id})"

@@ -152,7 +152,7 @@ class _Downloads:
         at, message = failed
         left = self.RETRY_SECONDS - (time.monotonic() - at)
         if left <= 0:
-            del self.failures[key]
+            self.failures.pop(key, None)  # another thread may have dropped it too
             return None
         return f"{message} This server will not try again for another {math.ceil(left / 60)} minute(s)."
 

@@ -6,6 +6,7 @@ import threading
 import time
 import types
 
+import pytest
 import torch
 
 from shared.context import DemoContext
@@ -74,16 +75,16 @@ def test_default_is_first_available_and_loads_once(monkeypatch, tmp_path):
     assert labels["official"] == "official (not on this server, 1 GB)"
 
 
-def test_missing_official_weights_raise_the_download_message(monkeypatch, tmp_path):
+def test_missing_official_weights_raise_the_download_message_and_unload_nothing(monkeypatch, tmp_path):
+    """The request fails before the pool makes room: the model already loaded stays."""
     demo = make_demo(monkeypatch, tmp_path)
-    ctx = DemoContext(demo, ModelPool(budget_bytes=10**6))
-    try:
+    pool = ModelPool(budget_bytes=10**6)
+    ctx = DemoContext(demo, pool)
+    ctx.pipeline("local")
+    with pytest.raises(FileNotFoundError, match="demohub download scaler --weights official"):
         ctx.pipeline("official")
-    except FileNotFoundError as error:
-        assert "demohub download scaler --weights official" in str(error)
-    else:
-        raise AssertionError("expected WeightsUnavailable")
-    assert ctx.pool.stats().loads == 0
+    after = pool.stats()
+    assert list(after.loaded) == ["scaler/local"] and after.loads == 1 and after.evictions == 0
 
 
 def test_local_weights_do_not_evict_by_the_official_download_size(monkeypatch, tmp_path):
@@ -128,23 +129,6 @@ def test_preferred_default_and_missing_weights(monkeypatch, tmp_path):
     assert WeightState.BUNDLED.here and WeightState.CACHED.here and not WeightState.DOWNLOADABLE.here
 
 
-def test_missing_weights_unload_nothing(monkeypatch, tmp_path):
-    """A request for weights that are not here fails before the pool makes room (the other model stays)."""
-    demo = make_demo(monkeypatch, tmp_path)
-    pool = ModelPool(budget_bytes=10**6)
-    ctx = DemoContext(demo, pool)
-    ctx.pipeline("local")
-    before = pool.stats()
-    try:
-        ctx.pipeline("official")
-    except FileNotFoundError as error:
-        assert "demohub download scaler --weights official" in str(error)
-    else:
-        raise AssertionError("expected WeightsUnavailable")
-    after = pool.stats()
-    assert ("scaler", "local") in pool and after.evictions == before.evictions and after.misses == before.misses
-
-
 def test_visitors_see_no_download_unless_the_context_allows_it(monkeypatch, tmp_path):
     from shared.weights import WeightState
 
@@ -156,12 +140,8 @@ def test_visitors_see_no_download_unless_the_context_allows_it(monkeypatch, tmp_
     operator = DemoContext(demo, ModelPool(budget_bytes=10**6), downloads=True)
     assert operator.weight_state(demo.weight_set("official")) is WeightState.DOWNLOADABLE
     assert dict((v, k) for k, v in operator.weight_choices())["official"] == "official (downloadable, 1 GB)"
-    try:
+    with pytest.raises(FileNotFoundError, match="visitors cannot start downloads here"):
         visitor.download("official")
-    except FileNotFoundError as error:
-        assert "visitors cannot start downloads here" in str(error)
-    else:
-        raise AssertionError("a visitor's download must be refused")
 
 
 def test_size_hint_is_the_weight_files_on_disk(monkeypatch, tmp_path):

@@ -76,6 +76,8 @@ def test_messages_are_sentences_not_tracebacks(caplog):
     assert logged and "/srv/secret/path.bin" in logged[0].getMessage() and logged[0].exc_info, "the log has it all"
     err = as_gradio_error(WeightsUnavailable("Run `demohub download x`."))
     assert isinstance(err, gr.Error) and err.message.startswith("Run `demohub download x`. (error id ")
+    already = WeightsUnavailable("The download failed (error id 0123abcd); nothing half-written is used.")
+    assert user_message(already) == str(already), "one id per message: its cause is logged under it already"
 
 
 def test_model_call_gives_readable_errors_and_zero_gpu_slot(monkeypatch):
