@@ -171,10 +171,21 @@ def build_parser() -> argparse.ArgumentParser:
     deploy.set_defaults(func=cmd_deploy)
 
     for kind in ("eval", "train"):
-        p = sub.add_parser(kind, help=f"{'evaluate' if kind == 'eval' else 'train'} a demo's model "
-                                      f"(see `demohub {kind} DEMO --help`)", add_help=False)
-        p.add_argument("demo", choices=[d.id for d in DEMOS])
-        p.add_argument("rest", nargs=argparse.REMAINDER)
+        verb = "evaluate" if kind == "eval" else "train"  # also the module name _delegate runs
+        ready = [d.id for d in DEMOS if importlib.util.find_spec(f"apps.{d.id}.{verb}") is not None]
+        # No automatic -h: everything after DEMO (--help included) goes to the demo's own parser. A -h/--help
+        # given before DEMO is ours and says how to get the demo's flags.
+        p = sub.add_parser(kind, help=f"{verb} a demo's model (see `demohub {kind} DEMO --help`)", add_help=False,
+                           usage="%(prog)s [-h] DEMO [ARGS ...]",
+                           description=f"{verb.capitalize()} a demo's model. Each demo has its own flags: run "
+                                       f"`demohub {kind} DEMO --help` for that demo's flags.",
+                           epilog=f"Demos with `demohub {kind}` today: {', '.join(ready) or 'none yet'}.")
+        p.add_argument("-h", "--help", action="help",
+                       help=f"show this help and exit (`demohub {kind} DEMO --help` shows the demo's flags)")
+        p.add_argument("demo", choices=[d.id for d in DEMOS], metavar="DEMO",
+                       help=f"one of: {', '.join(d.id for d in DEMOS)}")
+        p.add_argument("rest", nargs=argparse.REMAINDER, metavar="ARGS",
+                       help=f"the demo's own arguments, passed on to it (see `demohub {kind} DEMO --help`)")
         p.set_defaults(func=lambda a, k=kind: _delegate(k, a))
     return parser
 

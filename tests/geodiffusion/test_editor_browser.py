@@ -129,3 +129,63 @@ def test_generate_toggle_boxes_and_export(browser_page):
     page.get_by_role("button", name="Export as COCO dataset").click()
     page.locator("#geo-export a[href*='geodiffusion_coco.zip']").first.wait_for(timeout=30_000)
     assert page.errors == []
+
+
+NUIMAGES_CLASSES = ["car", "truck", "trailer", "bus", "construction_vehicle", "bicycle", "motorcycle", "pedestrian",
+                    "traffic_cone", "barrier"]
+EDITOR_LABELS = ("() => Array.from(document.querySelectorAll('#geo-layout-editor select.geo-label option'), "
+                 "o => o.value)")
+
+
+def test_checkpoint_switch_updates_editor_controls_steps_and_cfg(browser, page_url):
+    """Its own visitor (a fresh page and session), so the other tests' page keeps the COCO-Stuff checkpoint."""
+    from playwright.sync_api import expect
+
+    context = browser.new_context(viewport={"width": 1400, "height": 1600})
+    page = context.new_page()
+    errors = []
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    try:
+        page.goto(page_url)
+        page.locator("#geo-layout-editor canvas.geo-canvas").wait_for(timeout=60_000)
+        steps = page.get_by_label("Steps")
+        cfg = page.locator("input[type=number][aria-label*='Guidance scale (cfg)']")
+        camera, night, rain = (page.get_by_label("Camera view"), page.get_by_role("radio", name="night"),
+                               page.get_by_role("radio", name="rain"))
+
+        def choose(name):
+            page.get_by_label("Checkpoint").click()
+            page.get_by_role("option", name=name).click()
+
+        # The cached tiny COCO-Stuff checkpoint is the default: 172 classes, no camera/time/weather, 50 steps, cfg 4.
+        expect(steps).to_have_value("50")
+        expect(cfg).to_have_value("4")
+        expect(camera).to_be_hidden()
+        expect(night).to_be_hidden()
+        assert len(page.evaluate(EDITOR_LABELS)) == 172
+
+        choose("nuimages-time-weather-512x512")
+        page.wait_for_function(f"() => ({EDITOR_LABELS})().length === 10", timeout=15_000)
+        assert page.evaluate(EDITOR_LABELS) == NUIMAGES_CLASSES
+        expect(camera).to_be_visible()
+        expect(night).to_be_visible()
+        expect(rain).to_be_visible()
+        expect(steps).to_have_value("100")
+        expect(cfg).to_have_value("5")
+
+        choose("nuimages-256x256")  # camera, but no time of day or weather
+        expect(night).to_be_hidden()
+        expect(rain).to_be_hidden()
+        expect(camera).to_be_visible()
+        assert page.evaluate(EDITOR_LABELS) == NUIMAGES_CLASSES
+
+        choose("coco-stuff-512x512")
+        page.wait_for_function(f"() => ({EDITOR_LABELS})().length === 172", timeout=15_000)
+        labels = page.evaluate(EDITOR_LABELS)
+        assert labels[0] == "person" and "sky-other" in labels and "dining table" in labels
+        expect(camera).to_be_hidden()
+        expect(steps).to_have_value("50")
+        expect(cfg).to_have_value("4.5")
+        assert errors == []
+    finally:
+        context.close()

@@ -79,7 +79,7 @@ HELP = {
     "download": (f"{{{DEMO_IDS}}}", "--weights"),
     "export-space": (f"{{{DEMO_IDS},hub,all}}",),
     "deploy": (f"{{{DEMO_IDS},hub}}", "--space-id", "--private", "--dry-run"),
-    # eval/train have no help of their own: `demohub eval|train DEMO --help` is the delegated module's parser
+    # `demohub eval|train --help` is tested below; `demohub eval|train DEMO --help` is the delegated module's parser
     "eval prax": ("--weights", "--specs", "--samples", "--limit", "--seed"),
     "train prax": ("{literal,pragmatic,specs}",),
     "train prax literal": ("--out", "--steps", "--minutes", "--lr", "--batch-size", "--seed", "--threads"),
@@ -129,3 +129,27 @@ def test_serve_parser_reads_every_flag():
 
 def test_stats_parser_reads_its_port():
     assert cli.build_parser().parse_args(["stats", "--port", "9002"]).port == 9002
+
+
+@pytest.mark.parametrize("flag", ["--help", "-h"])
+@pytest.mark.parametrize("kind", ["eval", "train"])
+def test_eval_and_train_help_lists_the_demos_and_points_to_their_own_help(kind, flag, capsys):
+    """`demohub eval --help` used to exit 2 ("the following arguments are required: demo, rest")."""
+    with pytest.raises(SystemExit) as info:
+        cli.main([kind, flag])
+    out = capsys.readouterr()
+    assert info.value.code == 0, out.err
+    assert out.out.startswith(f"usage: demohub {kind} [-h] DEMO [ARGS ...]\n"), out.out[:200]
+    flat = " ".join(out.out.split())
+    assert f"run `demohub {kind} DEMO --help` for that demo's flags" in flat
+    assert f"DEMO one of: {', '.join(d.id for d in DEMOS)}" in flat
+    assert f"Demos with `demohub {kind}` today: prax." in flat  # the demos that have an entry point
+
+
+@pytest.mark.parametrize("kind", ["eval", "train"])
+def test_help_after_the_demo_is_the_demos_own_and_the_demo_is_still_required(kind, capsys):
+    own = help_text([kind, "prax"], capsys)
+    assert own.startswith(f"usage: demohub {kind} prax ") and "DEMO" not in own
+    with pytest.raises(SystemExit) as info:
+        cli.main([kind])
+    assert info.value.code == 2 and "the following arguments are required: DEMO" in capsys.readouterr().err

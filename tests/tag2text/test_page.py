@@ -120,3 +120,32 @@ def test_named_api_over_http(tiny_ctx):
         assert client.predict(handle_file(example_images()[2]), 0.5, "", api_name="/tag_image")[1]
     finally:
         demo.close()
+
+
+def test_tag_batch_gives_each_image_its_own_caption_and_files_hold_exactly_the_rows(tiny_ctx, tmp_path, two_images):
+    """Upstream captions every image of a batch with image 0's caption; through the page each row must be the image's
+    own single-image result, in the order given, and the CSV/JSON downloads hold exactly the table's rows."""
+    paths = []
+    for name, image in zip(("noise.png", "red.png"), two_images, strict=True):
+        image.save(tmp_path / name)
+        paths.append(str(tmp_path / name))
+    page = Tag2TextPage(tiny_ctx)
+    singles = [page.tag_image(path, 0.5, "") for path in paths]
+    single_captions = [caption for _, caption, _, _ in singles]
+    single_tags = [", ".join(key.split(" (#")[0] for key in scores) for *_, scores in singles]
+    assert single_captions[0] != single_captions[1]  # the two pictures really get different captions
+
+    table, files, note = page.tag_batch(paths, 0.5, "")
+    assert note == "2 image(s) processed."
+    assert table == [["noise.png", single_tags[0], single_captions[0]], ["red.png", single_tags[1], single_captions[1]]]
+    reversed_table, _, _ = page.tag_batch(paths[::-1], 0.5, "")
+    assert reversed_table == table[::-1]  # each caption follows its image, not its position
+
+    csv_path, json_path = files
+    assert (csv_path.endswith("tag2text.csv"), json_path.endswith("tag2text.json")) == (True, True)
+    with open(csv_path, newline="", encoding="utf-8") as fh:
+        assert list(csv.reader(fh)) == [["file", "tags", "caption"], *table]
+    data = json.loads(open(json_path, encoding="utf-8").read())
+    assert list(data) == ["images"] and len(data["images"]) == len(table)
+    assert [[im["file"], ", ".join(t["name"] for t in im["tags"]), im["caption"]] for im in data["images"]] == table
+    assert all(im["threshold"] == 0.5 and im["user_tags"] == [] for im in data["images"])
