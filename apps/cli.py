@@ -119,8 +119,9 @@ def _delegate(kind: str, args: argparse.Namespace) -> int:
 def cmd_export_space(args: argparse.Namespace) -> int:
     from apps import spaces
 
+    root = Path(args.out) if args.out else spaces.SPACES_ROOT
     for name in spaces.space_names() if args.name == "all" else [args.name]:
-        print(f"wrote {spaces.space_files(name).write().relative_to(spaces.REPO_ROOT)}/")
+        print(f"wrote {spaces.space_files(name).write(root)}/")
     return 0
 
 
@@ -161,6 +162,7 @@ def build_parser() -> argparse.ArgumentParser:
     space_names = [d.id for d in DEMOS] + ["hub"]
     export = sub.add_parser("export-space", help="write spaces/<name>/ (Spaces README YAML, app.py, requirements)")
     export.add_argument("name", choices=[*space_names, "all"])
+    export.add_argument("--out", help="write <out>/<name>/ instead of the repository's spaces/<name>/")
     export.set_defaults(func=cmd_export_space)
 
     deploy = sub.add_parser("deploy", help="create a Hugging Face Space and upload a demo (or the hub) to it")

@@ -26,6 +26,22 @@ def test_committed_space_folder_is_fresh(name, tmp_path):
             f"spaces/{name}/{file} is stale: run `demohub export-space {name}`")
 
 
+def test_export_space_command_writes_the_committed_folders(tmp_path):
+    """`demohub export-space all` as a command: what it writes is what the repository holds."""
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, "-m", "apps.cli", "export-space", "all", "--out", str(tmp_path)],
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.count("wrote ") == len(NAMES)
+    for name in NAMES:
+        written = sorted(p.name for p in (tmp_path / name).iterdir())
+        assert written == ["README.md", "app.py", "requirements.txt"]
+        for file in written:
+            assert (tmp_path / name / file).read_bytes() == (spaces.SPACES_ROOT / name / file).read_bytes(), file
+
+
 def front_matter(name: str) -> dict:
     text = (spaces.SPACES_ROOT / name / "README.md").read_text()
     assert text.startswith("---\n")
