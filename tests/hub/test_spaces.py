@@ -28,9 +28,6 @@ def test_committed_space_folder_is_fresh(name, tmp_path):
 
 def test_export_space_command_writes_the_committed_folders(tmp_path):
     """`demohub export-space all` as a command: what it writes is what the repository holds."""
-    import subprocess
-    import sys
-
     done = subprocess.run([sys.executable, "-m", "apps.cli", "export-space", "all", "--out", str(tmp_path)],
                           capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
@@ -146,3 +143,25 @@ def test_uploaded_files_alone_build_the_app(name, tmp_path):
                             env={"HF_HUB_OFFLINE": "1", "PATH": "/usr/bin:/bin", "HOME": str(tmp_path)})
     assert "BUILT" in result.stdout, result.stderr[-3000:]
     assert result.stdout.count(str(root)) == 2, f"must import the uploaded copy, not the checkout: {result.stdout}"
+
+
+def test_zero_gpu_space_preloads_its_default_pipeline(monkeypatch):
+    """On ZeroGPU (SPACES_ZERO_GPU set) the demo's default pipeline is loaded at import, before any visitor, and
+    model handlers get a `spaces.GPU` slot; the stand-in `spaces` module records the durations it was asked for."""
+    import types
+
+    from shared.pool import ModelPool
+
+    durations = []
+    monkeypatch.setitem(sys.modules, "spaces", types.SimpleNamespace(
+        GPU=lambda duration: lambda fn: durations.append(duration) or fn))
+    monkeypatch.setenv("SPACES_ZERO_GPU", "1")
+    monkeypatch.setenv("SPACE_ID", "lab/prax-demo")
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    pool = ModelPool(budget_bytes=10**9)
+    monkeypatch.setattr("shared.pool._default", pool)
+    blocks = spaces.build_demo_app("prax")
+    assert "prax/tiny-pragmatic" in pool.stats().loaded, "loaded at import, as ZeroGPU asks"
+    assert pool.stats().loads == 1
+    assert durations and all(d == 120 for d in durations), "model handlers run inside spaces.GPU"
+    assert "/synthesize" in blocks.get_api_info()["named_endpoints"]
