@@ -36,6 +36,9 @@ BENCHMARKS = [
     ("PraX: bundled pragmatic vs literal listener", "`tiny-literal` on the same held-out specs, same run, 50 listener "
      "samples per spec, 3 sampling seeds; the paper claims pragmatic training wins on informative examples",
      "python benchmarks/prax_listeners.py --samples 50"),
+    ("Tag2Text: memory of a batch zip", "every image of the zip decoded at full size and kept (the intake before "
+     "#12), each case in a fresh process; goal: the 12 × 7000² zip refused with < 300 MB growth",
+     "python benchmarks/upload_memory.py"),
     ("Hub under load (PraX + Tag2Text endpoints)", "throughput with one client, same run",
      "python benchmarks/load.py --requests 48 --concurrency 1 8 32"),
     ("Fairness: PraX while GeoDiffusion is busy", "PraX p95 on the idle hub, same run; goal ≤ 2×",
