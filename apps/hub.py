@@ -123,8 +123,7 @@ def build_hub(pool: ModelPool | None = None, settings: ServeSettings | None = No
     pool = pool or default_pool()
     settings = settings or ServeSettings()
     pages = [import_page(demo) for demo in DEMOS]
-    contexts = {p.demo.id: DemoContext(p.demo, pool, downloads=settings.downloads_allowed,
-                                       concurrency=settings.demo_concurrency) for p in pages}
+    contexts = {p.demo.id: settings.context(p.demo, pool) for p in pages}
     with gr.Blocks(title="Paper Demo Hub", analytics_enabled=False) as hub:
         gr.Markdown(
             "# 📄 Paper Demo Hub\nTry ICLR 2024 papers hands-on, on their official weights. "

@@ -19,6 +19,7 @@ from typing import Any
 
 from apps.settings import ServeSettings
 from shared.registry import human_bytes
+from shared.weights import free_bytes
 
 log = logging.getLogger("demohub")
 
@@ -155,8 +156,6 @@ class HubGuard:
         limit = self.settings.max_file_size * FILES_PER_UPLOAD
         if int(length) > limit:
             return 413, UPLOAD_TOO_BIG.format(size=human_bytes(int(length)), limit=human_bytes(limit))
-        from shared.weights import free_bytes
-
         if free_bytes(Path(self.upload_dir)) - int(length) < UPLOAD_DISK_RESERVE:
             log.warning("refusing uploads: less than %s free on the upload disk", human_bytes(UPLOAD_DISK_RESERVE))
             return 507, DISK_LOW

@@ -13,7 +13,10 @@ import re
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+from shared.context import DemoContext
 from shared.errors import UserInputError
+from shared.pool import ModelPool, default_pool
+from shared.registry import Demo
 
 DOWNLOAD_MODES = ("auto", "on", "off")
 _UNITS = {"": 1, "b": 1, "kb": 10**3, "mb": 10**6, "gb": 10**9}
@@ -95,6 +98,11 @@ class ServeSettings:
             return None
         return max(1, min(60, self.delete_cache // 10)), self.delete_cache
 
+    def context(self, demo: Demo, pool: ModelPool | None = None) -> DemoContext:
+        """What a page of ``demo`` gets under these settings: the pool, may-download, and its concurrency."""
+        return DemoContext(demo, pool or default_pool(), downloads=self.downloads_allowed,
+                           concurrency=self.demo_concurrency)
+
 
 def _env(name: str, default: str) -> str:
     return os.environ.get(f"DEMOHUB_{name}", default)
@@ -134,7 +142,7 @@ def add_arguments(parser: argparse.ArgumentParser, default_port: int | None = 78
 def from_args(args: argparse.Namespace) -> ServeSettings:
     return ServeSettings(
         host=args.host, port=args.port or ServeSettings.port, share=args.share, downloads=args.downloads,
-        max_file_size=parse_size(args.max_file_size), queue_size=args.queue_size, session_jobs=args.session_jobs,
+        max_file_size=args.max_file_size, queue_size=args.queue_size, session_jobs=args.session_jobs,
         demo_concurrency=args.demo_concurrency, auth=parse_auth(args.auth), monitoring=args.monitoring,
         allow_url_inputs=args.allow_url_inputs, delete_cache=args.delete_cache,
     )

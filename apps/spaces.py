@@ -121,12 +121,10 @@ def build_demo_app(demo_id: str):
     """The Blocks a demo Space serves: that demo's page alone, over the shared pool."""
     import importlib
 
-    from shared.context import DemoContext
     from shared.device import on_zero_gpu
 
     demo = get_demo(demo_id)
-    settings = space_settings()
-    ctx = DemoContext(demo, downloads=settings.downloads_allowed, concurrency=settings.demo_concurrency)
+    ctx = space_settings().context(demo)
     if on_zero_gpu():
         ctx.pipeline()  # ZeroGPU wants models loaded (and moved to cuda) at import time
     return importlib.import_module(demo.page).build(ctx)

@@ -18,9 +18,7 @@ def shared_pool() -> ModelPool:
 
 
 def demo_context(demo_id: str) -> DemoContext:
-    settings = from_env()  # `demohub serve --streamlit` passes its decided DEMOHUB_DOWNLOADS
-    return DemoContext(get_demo(demo_id), shared_pool(), downloads=settings.downloads_allowed,
-                       concurrency=settings.demo_concurrency)
+    return from_env().context(get_demo(demo_id), shared_pool())  # `serve --streamlit` passes DEMOHUB_DOWNLOADS
 
 
 def paper_card(demo_id: str) -> None:
