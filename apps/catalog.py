@@ -18,7 +18,6 @@ class CatalogEntry:
     arxiv_id: str = ""
     code_url: str = ""
     demo: str | None = None
-    title_source: str = "looked-up"
 
     @property
     def url(self) -> str:

@@ -14,9 +14,8 @@ from typing import Any
 
 import gradio as gr
 
-from shared import weights
 from shared.context import DemoContext
-from shared.errors import as_gradio_error
+from shared.errors import UserInputError, as_gradio_error
 from shared.registry import Demo
 
 GRADIO_JS_URL = f"https://gradio.s3-us-west-2.amazonaws.com/{gr.__version__}/gradio.js"
@@ -99,17 +98,34 @@ def weights_dropdown(ctx: DemoContext, label: str = "Weights") -> gr.Dropdown:
 
 
 def weights_notice(ctx: DemoContext, name: str | None = None, works_without: str = "") -> str:
-    """A banner when the chosen weights are not here: what still works, and who can fetch them, how."""
-    missing = ctx.missing_weights(name)
-    if missing is None:
-        return ""
-    ws, st = missing
-    what = f"The weights '{ws.name}' ({ws.size_text})"
-    rest = f" {works_without}" if works_without else ""
-    if st is weights.WeightState.DOWNLOADABLE:
-        return notice(f"{what} are not downloaded yet; they download when the demo first runs.{rest}", "warning")
-    return notice(f"{what} are not on this server.{rest} The operator can fetch them with "
-                  f"`{weights.download_command(ctx.demo.id, ws)}`.", "warning")
+    """``ctx.weights_message`` as a banner ("" when the chosen weights are here)."""
+    message = ctx.weights_message(name, works_without)
+    return notice(message, "warning") if message else ""
+
+
+def validator(check: Callable[..., Any]) -> Callable[..., Any]:
+    """A Gradio ``validator=`` from a UI-free check: ``check(*inputs)`` runs when the event is submitted, before it is
+    queued, so a bad input never takes a model slot. A ``UserInputError`` marks the input its ``argument`` names
+    (matched to ``check``'s parameter names; the first input otherwise) with the error's sentence; the API client
+    reads the same sentence. Any other exception lets the event through: the handler reports it with an error id."""
+    names = list(inspect.signature(check).parameters)
+
+    @functools.wraps(check)
+    def validate(*inputs):
+        try:
+            check(*inputs)
+            failed = None
+        except UserInputError as error:
+            failed = error
+        except Exception:  # not the visitor's input: the model call will report it properly
+            failed = None
+        results = [gr.validate(True, "") for _ in inputs]
+        if failed is not None:
+            at = names.index(failed.argument) if failed.argument in names[:len(inputs)] else 0
+            results[at] = gr.validate(False, str(failed))
+        return results[0] if len(results) == 1 else results
+
+    return validate
 
 
 def embed_snippets(demo: Demo, space_id: str | None = None, hub_url: str = "http://localhost:7860") -> dict[str, str]:

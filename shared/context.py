@@ -92,6 +92,20 @@ class DemoContext:
         st = self.weight_state(ws)
         return None if st.here else (ws, st)
 
+    def weights_message(self, name: str | None = None, works_without: str = "") -> str:
+        """The sentence a page shows when the chosen weights are not here (what still works, who can fetch them,
+        how); "" when they are. Gradio shows it as a banner (apps/ui.py), Streamlit as a warning."""
+        missing = self.missing_weights(name)
+        if missing is None:
+            return ""
+        ws, st = missing
+        what = f"The weights '{ws.name}' ({ws.size_text})"
+        rest = f" {works_without}" if works_without else ""
+        if st is weights.WeightState.DOWNLOADABLE:
+            return f"{what} are not downloaded yet; they download when the demo first runs.{rest}"
+        return (f"{what} are not on this server.{rest} The operator can fetch them with "
+                f"`{weights.download_command(self.demo.id, ws)}`.")
+
     def weight_choices(self) -> list[tuple[str, str]]:
         """(label, value) pairs for a weights selector: name, state, and size where a download is needed."""
         choices = []

@@ -18,7 +18,14 @@ class DemoHubError(Exception):
 
 
 class UserInputError(DemoHubError, ValueError):
-    """The input cannot be processed; the message says what to change."""
+    """The input cannot be processed; the message says what to change.
+
+    ``argument`` names the pipeline argument at fault (``check_inputs`` sets it), so a page can mark that input.
+    """
+
+    def __init__(self, message: str, argument: str | None = None):
+        super().__init__(message)
+        self.argument = argument
 
 
 class WeightsUnavailable(DemoHubError, FileNotFoundError):

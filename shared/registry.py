@@ -16,9 +16,12 @@ class WeightSet:
     revision: str = "main"
     allow_patterns: tuple[str, ...] = ()
     size_bytes: int = 0
-    license: str = ""
-    bundled: bool = False
-    official: bool = True
+    license: str = ""  # shown by `demohub list`
+
+    @property
+    def bundled(self) -> bool:
+        """Shipped in checkpoints/ (ours, not from the Hub)."""
+        return self.repo_id is None
 
     @property
     def size_text(self) -> str:

@@ -56,7 +56,7 @@ def make_demo(monkeypatch, tmp_path):
     monkeypatch.setenv("DEMOHUB_DEVICE", "cpu")
     return Demo(id="scaler", title="Scaler", tagline="", paper=Paper("t", "a", "0000.00000"),
                 weight_sets=(WeightSet("official", "big", repo_id="o/big", size_bytes=10**9),
-                             WeightSet("local", "bundled", bundled=True)),
+                             WeightSet("local", "bundled")),
                 pipeline="ctx_test_pipeline:ScalePipeline", page="ctx_test_pipeline")
 
 
@@ -100,7 +100,7 @@ def test_two_demos_load_one_after_another(monkeypatch, tmp_path):
     (tmp_path / "ckpts" / "scaler" / "second").mkdir()
     (tmp_path / "ckpts" / "scaler" / "second" / "config.json").write_text(json.dumps({"scale": 2.0}))
     demo = Demo(id=demo.id, title="", tagline="", paper=demo.paper, pipeline=demo.pipeline, page=demo.page,
-                weight_sets=(*demo.weight_sets, WeightSet("second", "bundled", bundled=True)))
+                weight_sets=(*demo.weight_sets, WeightSet("second", "bundled")))
     active, overlaps = [], []
     original = ScalePipeline.from_pretrained.__func__
 

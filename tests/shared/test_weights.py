@@ -90,6 +90,6 @@ def test_checkpoints_folder_wins_over_cache(offline_cache, tmp_path, monkeypatch
 
 
 def test_bundled_only_set_without_folder_says_how_to_fix(offline_cache):
-    ws = WeightSet("ours", "bundled", bundled=True)
+    ws = WeightSet("ours", "bundled")
     with pytest.raises(WeightsUnavailable, match="DEMOHUB_CHECKPOINTS"):
         weights.resolve("nodemo", ws)
