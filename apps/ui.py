@@ -82,6 +82,19 @@ def model_call(fn: Callable | None = None, *, duration: int = 120) -> Callable:
     return wrap(fn) if fn is not None else wrap
 
 
+def api(fn: Callable, *, api_name: str, check: Callable[..., Any] | None = None, **events: Any) -> Any:
+    """``gr.api(fn, api_name=...)`` with a ``validator`` (``gr.api`` has no such argument): ``check`` runs before the
+    call is queued, as on the page's own events (see ``validator``)."""
+    from gradio.context import get_blocks_context
+
+    dep = gr.api(fn, api_name=api_name, **events)
+    if check is not None:
+        blocks = get_blocks_context()
+        block_fn = next(f for f in blocks.fns.values() if f.api_name == api_name)
+        block_fn.validator = validator(check)
+    return dep
+
+
 def paper_card(demo: Demo) -> gr.Markdown:
     p = demo.paper
     return gr.Markdown(
