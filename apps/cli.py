@@ -53,8 +53,10 @@ def cmd_list(args: argparse.Namespace) -> int:
     for demo in DEMOS:
         print(f"{demo.id}: {demo.title}")
         for ws in demo.weight_sets:
-            source = ws.repo_id or "bundled"
-            print(f"  {ws.name:<32} {weights.state(demo.id, ws).value:<13} {ws.size_text:>12}  {source}")
+            source = ws.repo_id or "checkpoints/"
+            pin = weights.pin(demo.id, ws)
+            print(f"  {ws.name:<32} {weights.state(demo.id, ws).value:<13} {ws.size_text:>12}  {source}  {pin}"
+                  f"  license: {ws.license or 'not stated'}")
     return 0
 
 
@@ -62,10 +64,16 @@ def cmd_download(args: argparse.Namespace) -> int:
     demo = get_demo(args.demo)
     ws = demo.weight_set(args.weights)
     if weights.state(demo.id, ws).here:
-        print(f"{demo.id}/{ws.name} is already here: {weights.resolve(demo.id, ws, allow_download=False)}")
+        folder = weights.resolve(demo.id, ws, allow_download=False)
+        print(f"{demo.id}/{ws.name} is already here: {folder}")
+        if weights.record_pin(demo.id, ws, folder.name):  # a cache snapshot folder is named by its commit
+            print(f"Pinned to {folder.name[:12]} in {weights.lock_path()}")
         return 0
-    print(f"Downloading {ws.repo_id}@{ws.revision} ({ws.size_text}) into {weights.hf_cache_dir()} ...")
-    print(f"Done: {weights.download(demo.id, ws)}")
+    print(f"Downloading {ws.repo_id}@{weights.pin(demo.id, ws).revision} ({ws.size_text}) into "
+          f"{weights.hf_cache_dir()} ...")
+    folder = weights.download(demo.id, ws)
+    print(f"Done: {folder}")
+    print(f"{demo.id}/{ws.name}: {weights.pin(demo.id, ws)}; lock file {weights.lock_path()}")
     return 0
 
 
@@ -97,12 +105,13 @@ def cmd_doctor(args: argparse.Namespace) -> int:
     print(f"HF cache      {cache} ({shutil.disk_usage(existing).free / 1e9:.1f} GB free)")
     print(f"Offline       {'yes (HF_HUB_OFFLINE=1)' if weights.offline() else 'no'}")
     print(f"Checkpoints   {os.environ.get('DEMOHUB_CHECKPOINTS') or weights.BUNDLED_ROOT}")
+    print(f"Weights lock  {weights.lock_path()}")
     print("Weights here:")
     for demo in DEMOS:
         for ws in demo.weight_sets:
             st = weights.state(demo.id, ws)
             if st.here:
-                print(f"  {demo.id}/{ws.name} ({st.value})")
+                print(f"  {demo.id}/{ws.name} ({st.value}, {weights.pin(demo.id, ws)})")
     return 0
 
 

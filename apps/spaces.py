@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from apps import DEMOS, get_demo
+from shared import weights
 from shared.registry import Demo
 from shared.weights import REPO_ROOT
 
@@ -64,7 +65,8 @@ def _preload(demo: Demo) -> list[str]:
         if ws.repo_id:
             globbed = any(c in p for p in ws.allow_patterns for c in "*?[")
             files = "" if globbed else ",".join(ws.allow_patterns)  # preload takes file names, not globs
-            sha = ws.revision if len(ws.revision) == 40 else ""
+            pin = weights.pin(demo.id, ws)
+            sha = pin.revision if pin.pinned else ""  # the Space preloads exactly the commit this checkout uses
             return [" ".join(part for part in (ws.repo_id, files, sha) if part)]
     return []
 
@@ -190,8 +192,9 @@ def upload_plan(name: str) -> list[tuple[Path, str]]:
     demo_ids = [d.id for d in DEMOS] if name == HUB_SPACE else [name]
     code_roots = [REPO_ROOT / "shared", *(REPO_ROOT / "apps" / d for d in demo_ids),
                   *(REPO_ROOT / "checkpoints" / d for d in demo_ids)]  # bundled weights travel too
-    code_files = [REPO_ROOT / "apps" / f for f in ("__init__.py", "ui.py", "spaces.py", "catalog.py", "catalog.json",
-                                                   "hub.py")]
+    # every top-level module of apps/ (serving, settings, ui, ...); the command line and Streamlit stay home
+    code_files = [p for p in sorted((REPO_ROOT / "apps").glob("*.py")) if p.name != "cli.py"]
+    code_files.append(REPO_ROOT / "apps" / "catalog.json")
     for d in DEMOS:  # apps/__init__.py imports every registration module
         code_files.append(REPO_ROOT / "apps" / d.id / "__init__.py")
     for root in code_roots:
@@ -205,6 +208,9 @@ def upload_plan(name: str) -> list[tuple[Path, str]]:
             continue
         seen.add(rel)
         plan.append((path, rel))
+    lock = next((p for p in weights.lock_paths() if p.is_file()), None)
+    if lock is not None:  # the commits this checkout uses: the Space resolves (and preloads) exactly those
+        plan.append((lock, f"checkpoints/{weights.LOCK_NAME}"))
     return plan
 
 

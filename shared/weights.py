@@ -1,20 +1,28 @@
 """Resolve a WeightSet to a local folder: bundled -> Hugging Face cache -> download.
 
-Order (DESIGN.md): ``$DEMOHUB_CHECKPOINTS/<demo>/<set>`` or the bundled ``checkpoints/<demo>/<set>``, then the
-HF cache with ``local_files_only=True`` (no network), then ``snapshot_download`` at the pinned revision unless
-``HF_HUB_OFFLINE=1``. A miss raises ``WeightsUnavailable`` naming the repo, the size and the command to run.
+Order: ``$DEMOHUB_CHECKPOINTS/<demo>/<set>`` or the bundled ``checkpoints/<demo>/<set>``, then the HF cache with
+``local_files_only=True`` (no network), then ``snapshot_download`` unless ``HF_HUB_OFFLINE=1``. A miss raises
+``WeightsUnavailable`` naming the repo, the size and the command to run.
+
+Revisions: a weight set names a branch (``main``) or a full commit SHA. A download records the commit it received in
+the weights lock file (``checkpoints/weights.lock``, or ``~/.cache/demohub/weights.lock`` where the checkout is
+read-only, or ``$DEMOHUB_WEIGHTS_LOCK``); from then on every resolve and download of that set uses that commit, so
+a moving branch on the Hub cannot change the weights under a running hub. ``pin(demo_id, ws)`` says which it is.
 """
 
 from __future__ import annotations
 
 import contextvars
 import fnmatch
+import json
 import math
 import os
 import shutil
 import threading
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime, timezone
 from enum import Enum
 from pathlib import Path
 
@@ -56,6 +64,101 @@ def download_command(demo_id: str, ws: WeightSet) -> str:
     return f"demohub download {demo_id} --weights {ws.name}"
 
 
+LOCK_NAME = "weights.lock"
+_lock_file_lock = threading.Lock()
+
+
+def _state_dir() -> Path:
+    return Path(os.environ.get("DEMOHUB_STATE_DIR") or Path.home() / ".cache" / "demohub")
+
+
+def lock_paths() -> list[Path]:
+    """Lock files read, first match wins: ``$DEMOHUB_WEIGHTS_LOCK``, else the checkout's then the user cache's."""
+    if os.environ.get("DEMOHUB_WEIGHTS_LOCK"):
+        return [Path(os.environ["DEMOHUB_WEIGHTS_LOCK"])]
+    return [BUNDLED_ROOT / LOCK_NAME, _state_dir() / LOCK_NAME]
+
+
+def lock_path() -> Path:
+    """The lock file a download writes: the checkout's ``checkpoints/weights.lock`` if writable, else the cache's."""
+    if os.environ.get("DEMOHUB_WEIGHTS_LOCK"):
+        return Path(os.environ["DEMOHUB_WEIGHTS_LOCK"])
+    if _writable(BUNDLED_ROOT):
+        return BUNDLED_ROOT / LOCK_NAME
+    return _state_dir() / LOCK_NAME
+
+
+def _writable(folder: Path) -> bool:
+    return folder.is_dir() and os.access(folder, os.W_OK)
+
+
+def _read_lock(path: Path) -> dict[str, dict]:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return {}
+    except (OSError, ValueError) as error:
+        raise WeightsUnavailable(f"The weights lock file {path} cannot be read ({error}); fix or delete it.") from None
+    return data.get("weights", {}) if isinstance(data, dict) else {}
+
+
+def _is_sha(revision: str | None) -> bool:
+    return bool(revision) and len(revision) == 40 and all(c in "0123456789abcdef" for c in revision)
+
+
+@dataclass(frozen=True)
+class Pin:
+    """Which commit a weight set resolves to. ``source``: "registry" (a SHA in the demo's registration), "lock" (a
+    recorded download), "bundled" (a folder shipped in checkpoints/), or "unpinned" (a moving branch)."""
+
+    revision: str
+    source: str
+
+    @property
+    def pinned(self) -> bool:
+        return self.source != "unpinned"
+
+    def __str__(self) -> str:
+        if self.source == "bundled":
+            return "bundled"
+        if self.source == "unpinned":
+            return f"unpinned ({self.revision})"
+        return f"pinned {self.revision[:12]} ({self.source})"
+
+
+def pin(demo_id: str, ws: WeightSet) -> Pin:
+    if not ws.repo_id:
+        return Pin("", "bundled")
+    if _is_sha(ws.revision):
+        return Pin(ws.revision, "registry")
+    for path in lock_paths():
+        entry = _read_lock(path).get(f"{demo_id}/{ws.name}")
+        if entry and entry.get("repo_id") == ws.repo_id and _is_sha(entry.get("revision")):
+            return Pin(entry["revision"], "lock")
+    return Pin(ws.revision, "unpinned")
+
+
+def record_pin(demo_id: str, ws: WeightSet, commit: str) -> Path | None:
+    """Write the commit a download received into the lock file (unless the set is pinned already); its path."""
+    if not _is_sha(commit) or pin(demo_id, ws).pinned:
+        return None
+    path = lock_path()
+    with _lock_file_lock:
+        entries = _read_lock(path)
+        entries[f"{demo_id}/{ws.name}"] = {
+            "repo_id": ws.repo_id, "revision": commit, "branch": ws.revision,
+            "recorded": datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        }
+        path.parent.mkdir(parents=True, exist_ok=True)
+        text = json.dumps({"comment": "Commits the demo weights were downloaded at; `demohub download` writes this. "
+                                      "Commit it to pin the weights (a Space reads it too).",
+                           "weights": dict(sorted(entries.items()))}, indent=2) + "\n"
+        tmp = path.with_suffix(".tmp")
+        tmp.write_text(text, encoding="utf-8")
+        tmp.replace(path)
+    return path
+
+
 def local_folder(demo_id: str, ws: WeightSet) -> Path | None:
     """``$DEMOHUB_CHECKPOINTS/<demo>/<set>`` or the bundled ``checkpoints/<demo>/<set>``, if present."""
     roots = [Path(p) for p in os.environ.get("DEMOHUB_CHECKPOINTS", "").split(os.pathsep) if p]
@@ -80,15 +183,15 @@ def _complete(folder: Path, ws: WeightSet) -> bool:
     return bool(files) and all(any(fnmatch.fnmatch(f, pattern) for f in files) for pattern in ws.allow_patterns)
 
 
-def cached_folder(ws: WeightSet) -> Path | None:
-    """The snapshot folder in the HF cache at the pinned revision, with no network, or None."""
+def cached_folder(demo_id: str, ws: WeightSet) -> Path | None:
+    """The snapshot folder in the HF cache at the set's revision (its pin, else its branch), no network, or None."""
     if not ws.repo_id:
         return None
     from huggingface_hub import snapshot_download
 
     try:
         folder = Path(snapshot_download(
-            ws.repo_id, revision=ws.revision, allow_patterns=list(ws.allow_patterns) or None,
+            ws.repo_id, revision=pin(demo_id, ws).revision, allow_patterns=list(ws.allow_patterns) or None,
             cache_dir=hf_cache_dir(), local_files_only=True,
         ))
     except (FileNotFoundError, OSError, ValueError):  # LocalEntryNotFoundError is a FileNotFoundError
@@ -99,7 +202,7 @@ def cached_folder(ws: WeightSet) -> Path | None:
 def state(demo_id: str, ws: WeightSet) -> WeightState:
     if local_folder(demo_id, ws) is not None:
         return WeightState.BUNDLED
-    if cached_folder(ws) is not None:
+    if cached_folder(demo_id, ws) is not None:
         return WeightState.CACHED
     if ws.repo_id and not offline():
         return WeightState.DOWNLOADABLE
@@ -114,7 +217,8 @@ def unavailable(demo_id: str, ws: WeightSet, reason: str) -> WeightsUnavailable:
             f"Reinstall from a full clone or set DEMOHUB_CHECKPOINTS to a folder holding {demo_id}/{ws.name}/."
         )
     return WeightsUnavailable(
-        f"The {demo_id} weights '{ws.name}' ({ws.repo_id}@{ws.revision[:12]}, {ws.size_text}) are not available: "
+        f"The {demo_id} weights '{ws.name}' ({ws.repo_id}@{pin(demo_id, ws).revision[:12]}, {ws.size_text}) are not "
+        f"available: "
         f"{reason}. The operator can fetch them with `{download_command(demo_id, ws)}` on a machine with internet "
         "(or copy a Hugging Face cache that holds them), then try again."
     )
@@ -164,7 +268,8 @@ Progress = Callable[[int, int], object]  # (bytes written, bytes expected)
 
 
 def download(demo_id: str, ws: WeightSet, progress: Progress | None = None) -> Path:
-    """Fetch the weight set into the HF cache at its pinned revision, after checking that the disk can hold it.
+    """Fetch the weight set into the HF cache at its pin (else its branch), after checking that the disk can hold
+    it, and record the commit received in the lock file.
 
     One download runs at a time in the process; a failure is remembered for 10 minutes, so repeated requests do not
     hammer the Hub or the disk. The commit that was sized is the commit that is downloaded. ``progress(done, total)``
@@ -174,7 +279,7 @@ def download(demo_id: str, ws: WeightSet, progress: Progress | None = None) -> P
         raise unavailable(demo_id, ws, "it has no Hub repository to download from")
     if offline():
         raise unavailable(demo_id, ws, "HF_HUB_OFFLINE=1 is set and they are not in the cache")
-    key = (ws.repo_id, ws.revision, ws.allow_patterns)
+    key = (ws.repo_id, pin(demo_id, ws).revision, ws.allow_patterns)
     remembered = _downloads.remembered_failure(key)
     if remembered:
         raise WeightsUnavailable(remembered)
@@ -195,12 +300,13 @@ def _download(demo_id: str, ws: WeightSet, progress: Progress | None) -> Path:
 
     common = dict(allow_patterns=list(ws.allow_patterns) or None, cache_dir=hf_cache_dir(), endpoint=hub_endpoint())
     try:
-        plan = snapshot_download(ws.repo_id, revision=ws.revision, dry_run=True, **common)
+        plan = snapshot_download(ws.repo_id, revision=pin(demo_id, ws).revision, dry_run=True, **common)
     except Exception as error:  # network, auth, revision: the log has the detail, the visitor a sentence
         raise unavailable(demo_id, ws, f"the Hugging Face Hub could not be reached or refused the request "
                                        f"(error id {report(error)})") from None
     if not plan:
-        raise unavailable(demo_id, ws, f"{ws.repo_id} at {ws.revision[:12]} holds none of the files it needs")
+        raise unavailable(demo_id, ws, f"{ws.repo_id} at {pin(demo_id, ws).revision[:12]} holds none of the files "
+                                       "it needs")
     size = sum(f.file_size or 0 for f in plan if f.will_download)
     need, free = required_bytes(size), free_bytes(hf_cache_dir())
     if free < need:
@@ -215,6 +321,7 @@ def _download(demo_id: str, ws: WeightSet, progress: Progress | None) -> Path:
     except Exception as error:
         raise unavailable(demo_id, ws, f"the download failed (error id {report(error)}); nothing half-written "
                                        "is used") from None
+    record_pin(demo_id, ws, plan[0].commit_hash)
     return Path(folder)
 
 
@@ -247,7 +354,7 @@ def _byte_reporter(progress: Progress):
 
 def resolve(demo_id: str, ws: WeightSet, allow_download: bool = False, progress: Progress | None = None) -> Path:
     """The local folder holding ``ws``; downloading only if the caller is allowed to (operators, not visitors)."""
-    folder = local_folder(demo_id, ws) or cached_folder(ws)
+    folder = local_folder(demo_id, ws) or cached_folder(demo_id, ws)
     if folder is not None:
         return folder
     if not allow_download:

@@ -18,6 +18,7 @@ atexit.register(shutil.rmtree, _SCRATCH, True)
 os.environ["HF_HOME"] = os.path.join(_SCRATCH, "hf-home")
 os.environ.pop("HF_HUB_CACHE", None)
 os.environ["DEMOHUB_STATE_DIR"] = os.path.join(_SCRATCH, "state")
+os.environ["DEMOHUB_WEIGHTS_LOCK"] = os.path.join(_SCRATCH, "state", "weights.lock")  # never the checkout's
 
 
 def free_port() -> int:

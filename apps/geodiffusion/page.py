@@ -91,7 +91,7 @@ COCO_EXAMPLES = [
 def checkpoint_folder(ctx: DemoContext, name: str | None) -> Path | None:
     """The checkpoint's folder if it is on disk (bundled or in the HF cache), without downloading."""
     ws = ctx.demo.weight_set(name or ctx.default_weights())
-    return weights.local_folder(ctx.demo.id, ws) or weights.cached_folder(ws)
+    return weights.local_folder(ctx.demo.id, ws) or weights.cached_folder(ctx.demo.id, ws)
 
 
 def checkpoint_config(ctx: DemoContext, name: str | None) -> GenerationConfig:

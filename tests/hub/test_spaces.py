@@ -138,11 +138,17 @@ def test_uploaded_files_alone_build_the_app(name, tmp_path):
     code = ("import sys; sys.path.insert(0, '.'); import runpy, apps, shared; "
             "ns = runpy.run_path('app.py', run_name='space'); import gradio as gr; "
             "obj = ns['demo'] if 'demo' in ns else ns['hub'].build_hub(); "
-            "print('FROM', apps.__file__, shared.__file__); print('BUILT' if isinstance(obj, gr.Blocks) else 'NO')")
+            "print('FROM', apps.__file__, shared.__file__); print('BUILT' if isinstance(obj, gr.Blocks) else 'NO'); "
+            "import os, apps.serving; outside = [m for m, mod in list(sys.modules.items()) "
+            "if m.split('.')[0] in ('apps', 'shared') and getattr(mod, '__file__', None) "
+            "and not os.path.abspath(mod.__file__).startswith(os.getcwd())]; "
+            "print('OUTSIDE', outside)")
     result = subprocess.run([sys.executable, "-c", code], cwd=root, capture_output=True, text=True, timeout=300,
                             env={"HF_HUB_OFFLINE": "1", "PATH": "/usr/bin:/bin", "HOME": str(tmp_path)})
     assert "BUILT" in result.stdout, result.stderr[-3000:]
     assert result.stdout.count(str(root)) == 2, f"must import the uploaded copy, not the checkout: {result.stdout}"
+    # an editable install can serve a missing submodule from the checkout: every module must come from the upload
+    assert "OUTSIDE []" in result.stdout, result.stdout
 
 
 def test_zero_gpu_space_preloads_its_default_pipeline(monkeypatch):

@@ -54,7 +54,7 @@ def test_resolves_main_through_refs(offline_cache):
 
 def test_incomplete_snapshot_is_not_cached(offline_cache):
     make_hf_cache(offline_cache, WS.repo_id, SHA, {"config.json": b"{}"})  # no *.safetensors
-    assert weights.cached_folder(WS) is None
+    assert weights.cached_folder("demo", WS) is None
     assert weights.state("demo", WS) is weights.WeightState.UNAVAILABLE
 
 
