@@ -20,24 +20,12 @@ import gradio as gr  # noqa: E402
 
 from apps import DEMOS, catalog, serving  # noqa: E402
 from apps.settings import ServeSettings, add_arguments, from_args  # noqa: E402
-from apps.ui import notice, theme  # noqa: E402
+from apps.ui import demo_icon, look, notice  # noqa: E402
 from shared import weights  # noqa: E402
 from shared.context import DemoContext  # noqa: E402
 from shared.errors import report  # noqa: E402
 from shared.pool import ModelPool, default_pool  # noqa: E402
 from shared.registry import Demo  # noqa: E402
-
-CSS = """
-.demo-cards { display: grid; grid-template-columns: repeat(auto-fill, minmax(260px, 1fr)); gap: 1rem; }
-.demo-card { border: 1px solid var(--border-color-primary); border-radius: 12px; padding: 1rem; }
-.demo-card h3 { margin: 0 0 .4rem 0; }
-.demo-card .state { font-size: .85em; opacity: .8; }
-.catalog-entry { border-bottom: 1px solid var(--border-color-primary); padding: .5rem 0; }
-.demo-badge { background: var(--color-accent-soft); border-radius: 6px; padding: 0 .4rem; font-size: .8em; }
-.demohub-notice { padding: .8rem 1rem; border-radius: 8px; background: var(--color-accent-soft); }
-.demohub-error { background: #fde8e8; color: #7f1d1d; }
-.demohub-warning { background: #fef3c7; color: #78350f; }
-"""
 
 
 @dataclass
@@ -75,7 +63,7 @@ def render_page(page: PageResult, ctx: DemoContext) -> None:
             return
         except Exception as error:
             page.status, page.reason = "error", _failure(error)
-    gr.Markdown(f"# {page.demo.emoji} {page.demo.title}\n\n{page.demo.tagline}")
+    gr.Markdown(f"# {page.demo.title}\n\n{page.demo.tagline}")
     if page.status == "coming-soon":
         gr.HTML(notice("This demo is coming soon: its page is not built yet. The paper card and weights "
                        "are registered; see the catalog for the paper."))
@@ -87,7 +75,7 @@ def card_html(page: PageResult, downloads: bool = False) -> str:
     demo, p = page.demo, page.demo.paper
     status = {"ready": "", "coming-soon": " · coming soon", "error": " · failed to load"}[page.status]
     return (
-        f'<div class="demo-card" data-demo="{demo.id}"><h3>{demo.emoji} <a href="/{demo.id}">'
+        f'<div class="demo-card" data-demo="{demo.id}"><h3>{demo_icon(demo)} <a href="/{demo.id}">'
         f"{html.escape(demo.title)}</a></h3><p>{html.escape(demo.tagline)}</p>"
         f'<p><a href="{p.url}">Paper</a> · <a href="{p.code_url}">Official code</a></p>'
         f'<p class="state">{html.escape(weights.summary(demo, downloads))}{status}</p></div>'
@@ -99,7 +87,7 @@ def catalog_html(entries: list[catalog.CatalogEntry]) -> str:
         return "<p>No paper matches.</p>"
     rows = []
     for e in entries:
-        badge = f' <a class="demo-badge" href="/{e.demo}">▶ live demo</a>' if e.demo else ""
+        badge = f' <a class="demo-badge" href="/{e.demo}">live demo</a>' if e.demo else ""
         link = f' · <a href="{e.url}">arXiv</a>' if e.url else ""
         code = f' · <a href="{html.escape(e.code_url)}">code</a>' if e.code_url else ""
         rows.append(
@@ -126,7 +114,7 @@ def build_hub(pool: ModelPool | None = None, settings: ServeSettings | None = No
     contexts = {p.demo.id: settings.context(p.demo, pool) for p in pages}
     with gr.Blocks(title="Paper Demo Hub", analytics_enabled=False) as hub:
         gr.Markdown(
-            "# 📄 Paper Demo Hub\nTry ICLR 2024 papers hands-on, on their official weights. "
+            "# Paper Demo Hub\nTry ICLR 2024 papers hands-on, on their official weights. "
             "Pick a demo, or browse the catalog below."
         )
         cards = gr.HTML()
@@ -141,7 +129,7 @@ def build_hub(pool: ModelPool | None = None, settings: ServeSettings | None = No
         gr.api(catalog_api, api_name="catalog")
 
     for page in pages:
-        with hub.route(f"{page.demo.emoji} {page.demo.id}", f"/{page.demo.id}"):
+        with hub.route(page.demo.id, f"/{page.demo.id}"):
             render_page(page, contexts[page.demo.id])
     # Cards after the routes: a page that failed to build shows "failed to load" on its card too.
     cards.value = ('<div class="demo-cards">' + "".join(card_html(p, settings.downloads_allowed) for p in pages)
@@ -157,8 +145,7 @@ def launch(settings: ServeSettings | None = None, *, prevent_thread_lock: bool =
     pool = pool or default_pool()
     hub = build_hub(pool, settings)
     return hub, serving.launch(hub, settings, stats=lambda: pool.stats().as_dict(),
-                               prevent_thread_lock=prevent_thread_lock, theme=theme(), css=CSS,
-                               footer_links=["api", "settings"])
+                               prevent_thread_lock=prevent_thread_lock, footer_links=["api", "settings"], **look())
 
 
 def main(argv: list[str] | None = None) -> None:

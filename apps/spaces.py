@@ -134,11 +134,11 @@ def build_demo_app(demo_id: str):
 
 def launch_demo_app(blocks) -> None:
     from apps import serving
-    from apps.ui import theme
+    from apps.ui import look
     from shared.pool import default_pool
 
     pool = default_pool()
-    serving.launch(blocks, space_settings(), stats=lambda: pool.stats().as_dict(), theme=theme())
+    serving.launch(blocks, space_settings(), stats=lambda: pool.stats().as_dict(), **look())
 
 
 def hub_space() -> SpaceFiles:

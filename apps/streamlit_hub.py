@@ -19,14 +19,17 @@ from shared import weights  # noqa: E402
 
 HERE = Path(__file__).parent
 
+# Material icons ship with Streamlit: they render without an emoji font (Debian Chromium has none).
+ICON = ":material/science:"
+
 
 def landing() -> None:
-    st.title("📄 Paper Demo Hub")
+    st.title("Paper Demo Hub")
     st.write("Try ICLR 2024 papers hands-on, on their official weights. Pick a demo, or browse the catalog below.")
     columns = st.columns(len(DEMOS))
     for column, demo in zip(columns, DEMOS, strict=True):
         with column, st.container(border=True):
-            st.subheader(f"{demo.emoji} {demo.title}")
+            st.subheader(demo.title)
             st.write(demo.tagline)
             st.markdown(f"[Paper]({demo.paper.url}) · [Official code]({demo.paper.code_url})")
             st.caption(weights.summary(demo, from_env().downloads_allowed))
@@ -46,7 +49,7 @@ def landing() -> None:
 
 def coming_soon(demo):
     def page() -> None:
-        st.title(f"{demo.emoji} {demo.title}")
+        st.title(demo.title)
         st.info("This demo is coming soon to the Streamlit hub; the Gradio hub (`demohub serve`) may have it already.")
 
     page.__name__ = f"coming_soon_{demo.id}"
@@ -56,9 +59,9 @@ def coming_soon(demo):
 def demo_page(demo) -> st.Page:
     page_file = HERE / demo.id / "streamlit_page.py"
     if page_file.exists():
-        return st.Page(str(page_file.relative_to(HERE)), title=demo.title, icon=demo.emoji, url_path=demo.id)
-    return st.Page(coming_soon(demo), title=demo.title, icon=demo.emoji, url_path=demo.id)
+        return st.Page(str(page_file.relative_to(HERE)), title=demo.title, icon=ICON, url_path=demo.id)
+    return st.Page(coming_soon(demo), title=demo.title, icon=ICON, url_path=demo.id)
 
 
-st.set_page_config(page_title="Paper Demo Hub", page_icon="📄", layout="wide")
-st.navigation([st.Page(landing, title="Home", icon="📄", default=True), *map(demo_page, DEMOS)]).run()
+st.set_page_config(page_title="Paper Demo Hub", page_icon=":material/description:", layout="wide")
+st.navigation([st.Page(landing, title="Home", icon=":material/home:", default=True), *map(demo_page, DEMOS)]).run()

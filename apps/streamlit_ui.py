@@ -24,7 +24,7 @@ def demo_context(demo_id: str) -> DemoContext:
 def paper_card(demo_id: str) -> None:
     demo = get_demo(demo_id)
     p = demo.paper
-    st.title(f"{demo.emoji} {demo.title}")
+    st.title(demo.title)
     st.write(demo.tagline)
     st.caption(f"**{p.title}**: {p.authors} ({p.venue}). [Paper]({p.url}) · [Official code]({p.code_url})")
 

@@ -98,7 +98,7 @@ def api(fn: Callable, *, api_name: str, check: Callable[..., Any] | None = None,
 def paper_card(demo: Demo) -> gr.Markdown:
     p = demo.paper
     return gr.Markdown(
-        f"## {demo.emoji} {demo.title}\n\n{demo.tagline}\n\n"
+        f"## {demo.title}\n\n{demo.tagline}\n\n"
         f"**{p.title}** — {p.authors} ({p.venue}). [Paper]({p.url}) · [Official code]({p.code_url})\n\n"
         f"<details><summary>Abstract</summary>\n\n{p.abstract}\n\n</details>",
         elem_classes=["paper-card"],
@@ -167,9 +167,55 @@ def embed_section(demo: Demo) -> None:
         gr.Code(snippets["hub_iframe"], language="html", label="Self-hosted hub route (iframe)")
 
 
+NOTICE_KINDS = ("info", "success", "warning", "error")
+
+
 def notice(text: str, kind: str = "info") -> str:
-    """A small HTML banner (for weight-state or "coming soon" messages)."""
-    return f'<div class="demohub-notice demohub-{kind}">{html.escape(text)}</div>'
+    """A small HTML banner (weight states, "coming soon", load failures); styled by ``CSS`` in light and dark."""
+    if kind not in NOTICE_KINDS:
+        raise ValueError(f"notice kind {kind!r} is not one of {NOTICE_KINDS}")
+    return f'<div class="demohub-notice demohub-{kind}" role="status">{html.escape(text)}</div>'
+
+
+def demo_icon(demo: Demo, size: int = 22) -> str:
+    """A small inline SVG badge with the demo's initials: renders in any browser, with or without emoji fonts."""
+    words = [w for w in demo.id.replace("_", " ").replace("-", " ").split() if w] or [demo.id]
+    initials = (words[0][:2] if len(words) == 1 else words[0][0] + words[1][0]).upper()
+    hue = sum(map(ord, demo.id)) * 47 % 360
+    return (f'<svg class="demo-icon" width="{size}" height="{size}" viewBox="0 0 24 24" role="img" '
+            f'aria-label="{html.escape(demo.id)}"><rect width="24" height="24" rx="6" fill="hsl({hue} 55% 45%)"/>'
+            f'<text x="12" y="16" text-anchor="middle" font-size="10" font-family="sans-serif" font-weight="700" '
+            f'fill="#fff">{html.escape(initials)}</text></svg>')
+
+
+# The hub's and every single-demo Space's look: one stylesheet (Gradio's CSS variables, so light and dark themes both
+# work), passed to ``launch`` through ``look()``.
+CSS = """
+.demo-cards { display: grid; grid-template-columns: repeat(auto-fill, minmax(240px, 1fr)); gap: 1rem; }
+.demo-card { border: 1px solid var(--border-color-primary); border-radius: 12px; padding: 1rem; min-width: 0; }
+.demo-card h3 { margin: 0 0 .4rem 0; display: flex; gap: .4rem; align-items: center; }
+.demo-card .state { font-size: .85em; opacity: .8; }
+.demo-icon { flex: none; vertical-align: middle; }
+.catalog-entry { border-bottom: 1px solid var(--border-color-primary); padding: .5rem 0; overflow-wrap: anywhere; }
+.demo-badge { background: var(--color-accent-soft); border-radius: 6px; padding: 0 .4rem; font-size: .8em; }
+.demohub-notice { padding: .8rem 1rem; border-radius: 8px; border-left: 4px solid; overflow-wrap: anywhere; }
+.demohub-info { background: #e0f2fe; color: #0c4a6e; border-color: #0284c7; }
+.demohub-success { background: #dcfce7; color: #14532d; border-color: #16a34a; }
+.demohub-warning { background: #fef3c7; color: #78350f; border-color: #d97706; }
+.demohub-error { background: #fde8e8; color: #7f1d1d; border-color: #dc2626; }
+.dark .demohub-info { background: #0c2a3f; color: #bae6fd; }
+.dark .demohub-success { background: #0f2e1a; color: #bbf7d0; }
+.dark .demohub-warning { background: #3a2a06; color: #fde68a; }
+.dark .demohub-error { background: #3b1111; color: #fecaca; }
+.demohub-notice code { background: transparent; color: inherit; }
+.gradio-container table { display: block; max-width: 100%; overflow-x: auto; }
+.gradio-container pre, .gradio-container code { white-space: pre-wrap; overflow-wrap: anywhere; }
+"""
+
+
+def look() -> dict[str, Any]:
+    """``launch(**look())``: the theme and stylesheet every Gradio front end of the hub uses."""
+    return {"theme": theme(), "css": CSS}
 
 
 def theme() -> gr.themes.Base:
