@@ -87,10 +87,14 @@ def api(fn: Callable, *, api_name: str, check: Callable[..., Any] | None = None,
     call is queued, as on the page's own events (see ``validator``)."""
     from gradio.context import get_blocks_context
 
+    if check is not None and list(inspect.signature(check).parameters) != list(inspect.signature(fn).parameters):
+        raise TypeError(f"the check of /{api_name} must take exactly the endpoint's parameters "
+                        f"{list(inspect.signature(fn).parameters)}")
     dep = gr.api(fn, api_name=api_name, **events)
+    block_fn = get_blocks_context().fns[dep["id"]]
+    if block_fn.api_name != api_name:  # Gradio renames a taken name (e.g. a page handler of the same name) silently
+        raise ValueError(f"api_name {api_name!r} is taken; Gradio would serve this endpoint as {block_fn.api_name!r}")
     if check is not None:
-        blocks = get_blocks_context()
-        block_fn = next(f for f in blocks.fns.values() if f.api_name == api_name)
         block_fn.validator = validator(check)
     return dep
 
@@ -120,7 +124,10 @@ def validator(check: Callable[..., Any]) -> Callable[..., Any]:
     """A Gradio ``validator=`` from a UI-free check: ``check(*inputs)`` runs when the event is submitted, before it is
     queued, so a bad input never takes a model slot. A ``UserInputError`` marks the input its ``argument`` names
     (matched to ``check``'s parameter names; the first input otherwise) with the error's sentence; the API client
-    reads the same sentence. Any other exception lets the event through: the handler reports it with an error id."""
+    reads the same sentence. Any other exception lets the event through: the handler reports it with an error id.
+
+    ``check`` must take exactly the event's inputs, in order: Gradio fills any further parameter with its default,
+    and a validator answering for more inputs than the event has is read as "valid"."""
     names = list(inspect.signature(check).parameters)
 
     @functools.wraps(check)
