@@ -244,7 +244,7 @@ class Example:
     def positive(self) -> bool:
         return self.label == "+"
 
-    def as_dict(self) -> dict[str, str]:
+    def to_dict(self) -> dict[str, str]:
         return {"string": self.string, "label": self.label}
 
 
@@ -369,6 +369,11 @@ _MINUS_SIGNS = {"-", "−", "–", "neg", "negative", "false"}
 _PLUS_SIGNS = {"+", "pos", "positive", "true"}
 
 
+def _input_error(message: str) -> UserInputError:
+    """Every check here is about the pipeline's ``examples`` argument (``PraxPipeline.check_inputs``)."""
+    return UserInputError(message, argument="examples")
+
+
 def _label(value) -> str:
     if isinstance(value, bool):
         return "+" if value else "-"
@@ -377,8 +382,8 @@ def _label(value) -> str:
         return "+"
     if text in _MINUS_SIGNS:
         return "-"
-    raise UserInputError(f"The label {value!r} is not understood; use '+' for strings that should match "
-                         "and '-' for strings that should not.")
+    raise _input_error(f"The label {value!r} is not understood; use '+' for strings that should match "
+                       "and '-' for strings that should not.")
 
 
 def validate_examples(examples: Sequence, allow_empty: bool = False) -> list[Example]:
@@ -390,13 +395,13 @@ def validate_examples(examples: Sequence, allow_empty: bool = False) -> list[Exa
     if examples is None:
         examples = []
     if not isinstance(examples, (list, tuple)):
-        raise UserInputError("Examples must be a list of {\"string\": ..., \"label\": \"+\" or \"-\"} items.")
+        raise _input_error("Examples must be a list of {\"string\": ..., \"label\": \"+\" or \"-\"} items.")
     if not examples and not allow_empty:
-        raise UserInputError("There are no examples yet, so there is nothing to guess from: "
-                             "add a string that should match (+) or should not match (-).")
+        raise _input_error("There are no examples yet, so there is nothing to guess from: "
+                           "add a string that should match (+) or should not match (-).")
     if len(examples) > MAX_EXAMPLES:
-        raise UserInputError(f"That is {len(examples)} examples; the limit is {MAX_EXAMPLES}. "
-                             "Remove some (the most informative few are usually enough).")
+        raise _input_error(f"That is {len(examples)} examples; the limit is {MAX_EXAMPLES}. "
+                           "Remove some (the most informative few are usually enough).")
     out: list[Example] = []
     labels: dict[str, str] = {}
     for item in examples:
@@ -404,19 +409,19 @@ def validate_examples(examples: Sequence, allow_empty: bool = False) -> list[Exa
             text, label = item.string, item.label
         elif isinstance(item, dict):
             if "string" not in item or "label" not in item:
-                raise UserInputError("Each example needs a \"string\" and a \"label\" (\"+\" or \"-\").")
+                raise _input_error("Each example needs a \"string\" and a \"label\" (\"+\" or \"-\").")
             text, label = item["string"], _label(item["label"])
         elif isinstance(item, (list, tuple)) and len(item) == 2:
             text, label = item[0], _label(item[1])
         else:
-            raise UserInputError("Each example must be {\"string\": ..., \"label\": \"+\" or \"-\"}.")
+            raise _input_error("Each example must be {\"string\": ..., \"label\": \"+\" or \"-\"}.")
         if not isinstance(text, str):
-            raise UserInputError(f"The example {text!r} is not text; type the string itself.")
+            raise _input_error(f"The example {text!r} is not text; type the string itself.")
         check_string(text)
         if text in labels:
             if labels[text] != label:
-                raise UserInputError(f"The string {text!r} is given both as a match (+) and as a non-match (-); "
-                                     "remove one of the two.")
+                raise _input_error(f"The string {text!r} is given both as a match (+) and as a non-match (-); "
+                                   "remove one of the two.")
             continue
         labels[text] = label
         out.append(Example(text, label))
@@ -426,11 +431,11 @@ def validate_examples(examples: Sequence, allow_empty: bool = False) -> list[Exa
 def check_string(text: str) -> None:
     """One example string: 1 to MAX_STRING_CHARS printable ASCII characters."""
     if not text:
-        raise UserInputError("An example string is empty; type at least one character.")
+        raise _input_error("An example string is empty; type at least one character.")
     if len(text) > MAX_STRING_CHARS:
-        raise UserInputError(f"The example {text[:20]!r}... is {len(text)} characters long; "
-                             f"the limit is {MAX_STRING_CHARS}.")
+        raise _input_error(f"The example {text[:20]!r}... is {len(text)} characters long; "
+                           f"the limit is {MAX_STRING_CHARS}.")
     bad = [c for c in text if not (c.isascii() and c.isprintable())]
     if bad:
-        raise UserInputError(f"The example {text!r} contains the character {bad[0]!r}, which is not printable ASCII; "
-                             "use letters, digits, punctuation or spaces only.")
+        raise _input_error(f"The example {text!r} contains the character {bad[0]!r}, which is not printable ASCII; "
+                           "use letters, digits, punctuation or spaces only.")

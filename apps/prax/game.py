@@ -49,7 +49,7 @@ class Game:
             parts.append(f"{role}: got it after {n} example{'s' * (n != 1)}" if n else f"{role}: not yet")
         return "; ".join(parts)
 
-    def as_dict(self) -> dict:
+    def to_dict(self) -> dict:
         return {"target": self.target, "solved_after": dict(self.solved_after)}
 
     @classmethod

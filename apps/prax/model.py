@@ -23,7 +23,7 @@ from shared.errors import CheckpointError
 SAFETENSORS_NAME = "model.safetensors"
 PICKLE_NAME = "pytorch_model.bin"
 # Keys that HF ties to ``shared.weight`` and may be absent from a state dict.
-_TIED_KEYS = ("encoder.embed_tokens.weight", "decoder.embed_tokens.weight")
+TIED_KEYS = ("encoder.embed_tokens.weight", "decoder.embed_tokens.weight")
 
 
 def byt5_config(d_model: int = 1472, d_ff: int = 3584, num_layers: int = 12, num_decoder_layers: int = 4,
@@ -63,13 +63,13 @@ def read_state_dict(folder: Path) -> dict[str, torch.Tensor]:
     if cached.is_file():
         return load_safetensors(cached)
     state = load_torch_state(path)
-    save_safetensors({k: v.detach().clone() for k, v in state.items() if k not in _TIED_KEYS}, cached,
+    save_safetensors({k: v.detach().clone() for k, v in state.items() if k not in TIED_KEYS}, cached,
                      metadata={"format": "pt", "converted_from": str(path)})
     return state
 
 
 def load_listener(folder: Path, device: str | torch.device = "cpu",
-                  dtype: torch.dtype | None = None) -> T5ForConditionalGeneration:
+                  dtype: torch.dtype = torch.float32) -> T5ForConditionalGeneration:
     """Build the model from ``config.json`` and load its weights safely (no remote code, no full unpickling)."""
     folder = Path(folder)
     config = T5Config.from_pretrained(folder)
@@ -83,11 +83,11 @@ def load_listener(folder: Path, device: str | torch.device = "cpu",
     if "lm_head.weight" not in state and "shared.weight" in state:
         state["lm_head.weight"] = state["shared.weight"]
     missing, unexpected = model.load_state_dict(state, strict=False)
-    missing = [k for k in missing if k not in _TIED_KEYS]
+    missing = [k for k in missing if k not in TIED_KEYS]
     if missing or unexpected:
         raise CheckpointError(f"The listener's weights do not fit its config.json "
                               f"(missing {missing[:5]}, unexpected {unexpected[:5]}); re-download the weights.")
-    model.to(device=device, dtype=dtype or torch.float32)
+    model.to(device=device, dtype=dtype)
     model.eval()
     return model
 
@@ -113,37 +113,5 @@ def save_bundled(model: T5ForConditionalGeneration, folder: Path) -> None:
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
     (folder / "config.json").write_text(json.dumps(config_dict(model.config), indent=2))
-    state = {k: v.detach().cpu().contiguous().clone() for k, v in model.state_dict().items() if k not in _TIED_KEYS}
+    state = {k: v.detach().cpu().contiguous().clone() for k, v in model.state_dict().items() if k not in TIED_KEYS}
     save_file(state, str(folder / SAFETENSORS_NAME), metadata={"format": "pt"})
-
-
-def write_official_layout(folder: Path, config: T5Config | None = None, seed: int = 0) -> Path:
-    """A checkpoint in exactly the official file layout (tiny sizes by default): for tests and fixtures.
-
-    Files: config.json (with the 4.28-era fields), generation_config.json, pytorch_model.bin holding every key
-    incl. the tied embed_tokens copies, special_tokens_map.json and tokenizer_config.json (ByT5, 125 extra ids).
-    """
-    folder = Path(folder)
-    folder.mkdir(parents=True, exist_ok=True)
-    torch.manual_seed(seed)
-    config = config or tiny_config(d_model=32, d_ff=64, num_layers=2, num_decoder_layers=1, num_heads=2, d_kv=16)
-    model = untied(T5ForConditionalGeneration(config))
-    torch.nn.init.normal_(model.lm_head.weight, std=1.0)  # official lm_head differs from shared.weight
-    fields = config_dict(config)
-    fields.update({"transformers_version": "4.28.1", "torch_dtype": "float32", "_name_or_path": "google/byt5-small"})
-    (folder / "config.json").write_text(json.dumps(fields, indent=2))
-    (folder / "generation_config.json").write_text(json.dumps(
-        {"_from_model_config": True, "decoder_start_token_id": 0, "eos_token_id": 1, "pad_token_id": 0,
-         "transformers_version": "4.28.1"}, indent=2))
-    state = {k: v.detach().clone() for k, v in model.state_dict().items()}
-    for key in _TIED_KEYS:
-        state[key] = state["shared.weight"]
-    torch.save(state, folder / PICKLE_NAME)
-    extra = [f"<extra_id_{i}>" for i in range(125)]
-    (folder / "special_tokens_map.json").write_text(json.dumps(
-        {"additional_special_tokens": extra, "eos_token": "</s>", "pad_token": "<pad>", "unk_token": "<unk>"}))
-    (folder / "tokenizer_config.json").write_text(json.dumps(
-        {"additional_special_tokens": extra, "eos_token": "</s>", "extra_ids": 125, "pad_token": "<pad>",
-         "tokenizer_class": "ByT5Tokenizer", "unk_token": "<unk>",
-         "model_max_length": 1000000000000000019884624838656}))
-    return folder

@@ -1,234 +1,181 @@
 """PraX page: type labelled strings, see a literal and a pragmatic listener's regex guesses side by side.
 
-Thin: widgets and rendering only. Inference goes through ``ctx.pipeline(...)`` (apps/prax/pipeline.py); the game
-logic is apps/prax/game.py. Named API endpoints: ``/synthesize`` and ``/suggest``.
+Layout and wiring only: what each button does is apps/prax/actions.py (shared with the Streamlit page), inference
+is apps/prax/pipeline.py through ``ctx.compute``. Named API endpoints: ``/synthesize`` and ``/suggest``, each
+returning the pipeline output's ``to_dict()``.
 """
 
 from __future__ import annotations
 
-import html
+from types import SimpleNamespace
 
 import gradio as gr
 
-from apps.prax import dsl
-from apps.prax.game import Game
-from apps.ui import embed_section, model_call, model_events, paper_card, theme, user_errors, weights_dropdown
+from apps import ui
+from apps.prax import actions, dsl
 from shared.context import DemoContext
-from shared.errors import UserInputError
 
-LITERAL_PREFERENCE = ("listener-suffix-idx-300k", "tiny-literal")
-PRAGMATIC_PREFERENCE = ("pragmatic-ft-listener", "tiny-pragmatic")
-PAGE_SAMPLES = 100  # the official Space's setting; the pipeline's default is upstream's 500
-SHOWN = 5
-PRESETS = {
-    "digits then letters": [("12ab", "+"), ("07xyz", "+"), ("1ab", "-"), ("12", "-")],
-    "capitalised word": [("Hello", "+"), ("World", "+"), ("hello", "-"), ("HELLO", "-")],
-    "semicolon-separated codes": [("a1;b2", "+"), ("c3;d4;e5", "+"), ("a1,b2", "-"), ("a1", "+")],
-}
-
-
-def as_examples(items) -> list[dict]:
-    return [e.as_dict() for e in dsl.validate_examples(items, allow_empty=True)]
-
-
-def synthesize(ctx: DemoContext, examples: list[dict], weights: str, k: int = SHOWN,
-               samples: int = PAGE_SAMPLES) -> dict:
-    """One listener's ranked guesses as plain data (the pipeline's SynthesisResult.as_dict())."""
-    with ctx.compute(weights) as pipe:
-        result = pipe(examples, k=k, num_samples=samples, seed=0)
-    return {"weights": weights, **result.as_dict()}
-
-
-def suggest(ctx: DemoContext, examples: list[dict], weights: str | None = None) -> dict:
-    with ctx.compute(weights or ctx.default_weights(PRAGMATIC_PREFERENCE)) as pipe:
-        s = pipe.suggest_example(examples)
-    return {"string": s.example.string, "label": s.example.label,
-            "speaker_probability": round(s.speaker_probability, 4),
-            "assumed_program": s.assumed_program, "programs": s.n_programs, "candidates": s.n_candidates,
-            "remaining": s.remaining, "method": s.method, "note": s.note}
-
-
-def render_guesses(title: str, result: dict | None, message: str = "") -> str:
-    """An HTML table: rank, regex, score, and the candidate's full match on every example."""
-    head = f"<h4>{html.escape(title)}</h4>"
-    if result is None:
-        return head + f"<p><em>{html.escape(message)}</em></p>"
-    examples = result["examples"]
-    if not result["candidates"]:
-        return head + (f"<p>No regex consistent with all {len(examples)} examples among "
-                       f"{result['n_samples']} samples. Try more samples or simpler examples.</p>")
-    cols = "".join(f"<th title='label {e['label']}'><code>{html.escape(e['string'])}</code> {e['label']}</th>"
-                   for e in examples)
-    rows = []
-    for i, c in enumerate(result["candidates"], 1):
-        cells = "".join(
-            f"<td style='text-align:center'>{'✓' if m else '✗'}</td>" for m in c["matches"])
-        rows.append(f"<tr><td>{i}</td><td><code>{html.escape(c['program'])}</code></td>"
-                    f"<td>{c['probability']:.0%} <small>(log p {c['logprob']:.1f})</small></td>{cells}</tr>")
-    note = (f"<p><small>{result['n_consistent']} of {result['n_samples']} samples fit every example; "
-            f"{result['n_unique']} distinct. ✓ = full match.</small></p>")
-    return (head + f"<table><thead><tr><th>#</th><th>regex</th><th>score</th>{cols}</tr></thead>"
-            f"<tbody>{''.join(rows)}</tbody></table>" + note)
-
-
-def example_choices(examples: list[dict]) -> list[tuple[str, int]]:
-    return [(f"{e['label']}  {e['string']}", i) for i, e in enumerate(examples)]
+INTERNAL = {"api_visibility": "undocumented"}
 
 
 def build(ctx: DemoContext) -> gr.Blocks:
-    literal_default = ctx.default_weights(LITERAL_PREFERENCE)
-    pragmatic_default = ctx.default_weights(PRAGMATIC_PREFERENCE)
-    gpu = model_events(ctx)
-    internal = {"api_visibility": "undocumented"}
-
     with gr.Blocks(title=ctx.demo.title) as page:
-        paper_card(ctx.demo)
-        examples_state = gr.State([])
-        game_state = gr.State(None)
-        suggestion_state = gr.State(None)
+        ui.paper_card(ctx.demo)
+        w = SimpleNamespace(examples=gr.State([]), game=gr.State(None), suggestion=gr.State(None))
         with gr.Row():
             with gr.Column(scale=2):
-                text = gr.Textbox(label="Example string", max_length=dsl.MAX_STRING_CHARS,
-                                  placeholder="type a string, then press + or − (Enter adds it as +)")
-                with gr.Row():
-                    add_pos = gr.Button("+ should match", variant="primary")
-                    add_neg = gr.Button("− should not match")
-                current = gr.CheckboxGroup(label="Examples (tick to remove)", choices=[])
-                with gr.Row():
-                    remove = gr.Button("Remove ticked", size="sm")
-                    clear = gr.Button("Clear all", size="sm")
-                with gr.Row():
-                    preset = gr.Dropdown(list(PRESETS), label="Load an example set", value=None)
-                    load = gr.Button("Load", size="sm")
+                _examples_section(w)
             with gr.Column(scale=1):
-                literal_weights = gr.Dropdown(ctx.weight_choices(), value=literal_default, label="Literal listener")
-                pragmatic_weights = weights_dropdown(ctx, label="Pragmatic listener (PraX)")
-                samples = gr.Slider(10, 500, value=PAGE_SAMPLES, step=10, label="Samples per listener")
-                suggest_btn = gr.Button("Suggest an informative example")
-                suggestion_md = gr.Markdown()
-                accept = gr.Button("Add the suggestion", size="sm", visible=False)
+                _listeners_section(ctx, w)
         with gr.Row():
-            literal_out = gr.HTML(render_guesses("Literal listener", None, "Add an example to see guesses."))
-            pragmatic_out = gr.HTML(render_guesses("PraX listener", None, "Add an example to see guesses."))
-        with gr.Accordion("Game: teach a hidden regex", open=False):
-            gr.Markdown("The page picks a regex and keeps it hidden. Add true examples of it; the page says when "
-                        "each listener's top guess becomes equivalent to it, and after how many examples.")
-            with gr.Row():
-                new_game = gr.Button("New hidden regex")
-                reveal = gr.Button("Reveal", size="sm")
-            game_md = gr.Markdown("No game running.")
-        embed_section(ctx.demo)
-
-        def _add(examples, string, label, game):
-            game_obj = Game.from_dict(game)
-            if game_obj is not None:
-                game_obj.check_label(string, label)
-            updated = as_examples([*examples, {"string": string, "label": label}])
-            return updated, "", gr.update(choices=example_choices(updated), value=[])
-
-        def _remove(examples, ticked):
-            kept = [e for i, e in enumerate(examples) if i not in set(ticked or [])]
-            return kept, gr.update(choices=example_choices(kept), value=[])
-
-        def _load(name):
-            if name not in PRESETS:
-                raise UserInputError("Choose an example set from the list first.")
-            loaded = as_examples(list(PRESETS[name]))
-            return loaded, gr.update(choices=example_choices(loaded), value=[]), None
-
-        def _update(examples, lit_w, prag_w, n_samples, game):
-            if not examples:
-                msg = "No examples yet, so no guess: add a string that should (+) or should not (−) match."
-                return (render_guesses("Literal listener", None, msg), render_guesses("PraX listener", None, msg),
-                        game, _game_text(game))
-            lit = synthesize(ctx, examples, lit_w, samples=int(n_samples))
-            prag = synthesize(ctx, examples, prag_w, samples=int(n_samples))
-            game_obj = Game.from_dict(game)
-            if game_obj is not None:
-                game_obj.record("literal", lit["candidates"][0]["program"] if lit["candidates"] else None,
-                                len(examples))
-                game_obj.record("PraX", prag["candidates"][0]["program"] if prag["candidates"] else None,
-                                len(examples))
-                game = game_obj.as_dict()
-            return (render_guesses(f"Literal listener ({lit_w})", lit),
-                    render_guesses(f"PraX listener ({prag_w})", prag), game, _game_text(game))
-
-        def _game_text(game):
-            g = Game.from_dict(game)
-            if g is None:
-                return "No game running."
-            return "Hidden regex set. " + g.status(["literal", "PraX"])
-
-        def _suggest(examples, prag_w):
-            s = suggest(ctx, examples, prag_w)
-            text_md = (f"Try <code>{html.escape(s['string'])}</code> as **{'+' if s['label'] == '+' else '−'}**: "
-                       f"assuming you mean <code>{html.escape(s['assumed_program'])}</code>, it leaves "
-                       f"{s['remaining']} of {s['programs']} candidate regexes "
-                       f"(S1 = {s['speaker_probability']:.2f} over {s['candidates']} candidate examples).")
-            return s, text_md, gr.update(visible=True)
-
-        def _accept(examples, suggestion, game):
-            if not suggestion:
-                raise UserInputError("Ask for a suggestion first.")
-            updated, _, choices = _add(examples, suggestion["string"], suggestion["label"], game)
-            return updated, choices, gr.update(visible=False)
-
-        def _new_game():
-            game = Game.new().as_dict()
-            return game, [], gr.update(choices=[], value=[]), _game_text(game)
-
-        def _reveal(game):
-            g = Game.from_dict(game)
-            if g is None:
-                raise UserInputError("Start a game first with 'New hidden regex'.")
-            return f"The hidden regex is `{g.target}`. " + g.status(["literal", "PraX"])
-
-        update_io = dict(fn=model_call(_update), inputs=[examples_state, literal_weights, pragmatic_weights,
-                                                           samples, game_state],
-                         outputs=[literal_out, pragmatic_out, game_state, game_md], **gpu, **internal)
-        for button, label in ((add_pos, "+"), (add_neg, "-")):
-            button.click(user_errors(lambda e, s, g, _l=label: _add(e, s, _l, g)),
-                         [examples_state, text, game_state], [examples_state, text, current], **internal)
-        text.submit(user_errors(lambda e, s, g: _add(e, s, "+", g)), [examples_state, text, game_state],
-                    [examples_state, text, current], **internal)
-        remove.click(user_errors(_remove), [examples_state, current], [examples_state, current], **internal)
-        clear.click(lambda: ([], gr.update(choices=[], value=[])), None, [examples_state, current], **internal)
-        load.click(user_errors(_load), preset, [examples_state, current, game_state], **internal)
-        # One update event for every change, "always_last": with several model calls allowed at once, separate
-        # events could finish out of order and show guesses for an older list of examples.
-        gr.on([examples_state.change, literal_weights.change, pragmatic_weights.change], trigger_mode="always_last",
-              **update_io)
-        suggest_btn.click(model_call(_suggest), [examples_state, pragmatic_weights],
-                          [suggestion_state, suggestion_md, accept], **gpu, **internal)
-        accept.click(user_errors(_accept), [examples_state, suggestion_state, game_state],
-                     [examples_state, current, accept], **internal)
-        new_game.click(_new_game, None, [game_state, examples_state, current, game_md], **internal)
-        reveal.click(user_errors(_reveal), game_state, game_md, **internal)
-
-        def synthesize_endpoint(examples: list[dict], weights: str = pragmatic_default, k: int = SHOWN) -> dict:
-            """Ranked regex guesses for labelled examples.
-
-            Args:
-                examples: list of {"string": str, "label": "+" or "-"}.
-                weights: weight set name, e.g. "tiny-pragmatic" or "pragmatic-ft-listener".
-                k: how many guesses to return (1-50).
-            """
-            return synthesize(ctx, examples, weights, k=k)
-
-        def suggest_endpoint(examples: list[dict]) -> dict:
-            """The most informative next example for the PraX listener's current top guess.
-
-            Args:
-                examples: list of {"string": str, "label": "+" or "-"}.
-            """
-            return suggest(ctx, examples, pragmatic_default)
-
-        gr.api(model_call(synthesize_endpoint), api_name="synthesize", **gpu)
-        gr.api(model_call(suggest_endpoint), api_name="suggest", **gpu)
+            w.literal_out = gr.HTML(actions.render_guesses("Literal listener", None, actions.START))
+            w.pragmatic_out = gr.HTML(actions.render_guesses("PraX listener", None, actions.START))
+        _game_section(w)
+        ui.embed_section(ctx.demo)
+        _wire_examples(w)
+        _wire_models(ctx, w)
+        _api(ctx)
     return page
+
+
+def _examples_section(w: SimpleNamespace) -> None:
+    w.text = gr.Textbox(label="Example string", max_length=dsl.MAX_STRING_CHARS,
+                        placeholder="type a string, then press + or − (Enter adds it as +)")
+    with gr.Row():
+        w.add_pos = gr.Button("+ should match", variant="primary")
+        w.add_neg = gr.Button("− should not match")
+    w.current = gr.CheckboxGroup(label="Examples (tick to remove)", choices=[])
+    with gr.Row():
+        w.remove = gr.Button("Remove ticked", size="sm")
+        w.clear = gr.Button("Clear all", size="sm")
+    with gr.Row():
+        w.preset = gr.Dropdown(list(actions.PRESETS), label="Load an example set", value=None)
+        w.load = gr.Button("Load", size="sm")
+
+
+def _listeners_section(ctx: DemoContext, w: SimpleNamespace) -> None:
+    literal = ctx.default_weights(actions.LITERAL_PREFERENCE)
+    pragmatic = ctx.default_weights(actions.PRAGMATIC_PREFERENCE)
+    w.literal_weights = gr.Dropdown(ctx.weight_choices(), value=literal, label="Literal listener")
+    w.pragmatic_weights = gr.Dropdown(ctx.weight_choices(), value=pragmatic, label="Pragmatic listener (PraX)")
+    w.notice = gr.HTML(_notices(ctx, literal, pragmatic))
+    w.samples = gr.Slider(10, 500, value=actions.PAGE_SAMPLES, step=10, label="Samples per listener")
+    w.suggest = gr.Button("Suggest an informative example")
+    w.suggestion_md = gr.Markdown()
+    w.accept = gr.Button("Add the suggestion", size="sm", visible=False)
+    gr.on([w.literal_weights.change, w.pragmatic_weights.change], lambda lit, prag: _notices(ctx, lit, prag),
+          [w.literal_weights, w.pragmatic_weights], w.notice, **INTERNAL)
+
+
+def _game_section(w: SimpleNamespace) -> None:
+    with gr.Accordion("Game: teach a hidden regex", open=False):
+        gr.Markdown("The page picks a regex and keeps it hidden. Add true examples of it; the page says when "
+                    "each listener's top guess becomes equivalent to it, and after how many examples.")
+        with gr.Row():
+            w.new_game = gr.Button("New hidden regex")
+            w.reveal = gr.Button("Reveal", size="sm")
+        w.game_md = gr.Markdown("No game running.")
+
+
+def _notices(ctx: DemoContext, *names: str) -> str:
+    """The weights banner of each chosen listener that is not here."""
+    return "".join(ui.weights_notice(ctx, name, actions.WORKS_WITHOUT) for name in dict.fromkeys(names))
+
+
+def _listed(examples: list[dict]):
+    return gr.update(choices=actions.example_choices(examples), value=[])
+
+
+def _adder(label: str):
+    def add(examples, string, game):
+        updated = actions.add_example(examples, string, label, game)
+        return updated, "", _listed(updated)
+
+    return ui.user_errors(add)
+
+
+def _wire_examples(w: SimpleNamespace) -> None:
+    io = ([w.examples, w.text, w.game], [w.examples, w.text, w.current])
+    w.add_pos.click(_adder("+"), *io, **INTERNAL)
+    w.text.submit(_adder("+"), *io, **INTERNAL)
+    w.add_neg.click(_adder("-"), *io, **INTERNAL)
+
+    def remove(examples, ticked):
+        kept = actions.remove_examples(examples, ticked)
+        return kept, _listed(kept)
+
+    def load(name):
+        loaded = actions.load_preset(name)
+        return loaded, _listed(loaded), None
+
+    def accept(examples, suggestion, game):
+        updated = actions.accept_suggestion(examples, suggestion, game)
+        return updated, _listed(updated), gr.update(visible=False)
+
+    def new_game():
+        game = actions.new_game()
+        return game, [], _listed([]), actions.game_text(game)
+
+    w.remove.click(ui.user_errors(remove), [w.examples, w.current], [w.examples, w.current], **INTERNAL)
+    w.clear.click(lambda: ([], _listed([])), None, [w.examples, w.current], **INTERNAL)
+    w.load.click(ui.user_errors(load), w.preset, [w.examples, w.current, w.game], **INTERNAL)
+    w.accept.click(ui.user_errors(accept), [w.examples, w.suggestion, w.game], [w.examples, w.current, w.accept],
+                   **INTERNAL)
+    w.new_game.click(new_game, None, [w.game, w.examples, w.current, w.game_md], **INTERNAL)
+    w.reveal.click(ui.user_errors(actions.reveal), w.game, w.game_md, **INTERNAL)
+
+
+def _steps(progress: gr.Progress, desc: str):
+    return lambda step, total: progress((step, total), desc=desc)
+
+
+def _wire_models(ctx: DemoContext, w: SimpleNamespace) -> None:
+    def update(examples, literal_weights, pragmatic_weights, num_samples, game, progress=gr.Progress()):
+        return actions.update(ctx, examples, literal_weights, pragmatic_weights, num_samples, game,
+                              ui.download_progress(progress), _steps(progress, "Sampling regexes"))
+
+    def suggest_example(examples, weights, progress=gr.Progress()):  # not "suggest": that api_name is the API's
+        s = actions.suggest(ctx, examples, weights, ui.download_progress(progress), _steps(progress, "Sampling"))
+        return s.to_dict(), actions.suggestion_markdown(s), gr.update(visible=True)
+
+    # One update event for every change, "always_last": with several model calls allowed at once, separate
+    # events could finish out of order and show guesses for an older list of examples.
+    gr.on([w.examples.change, w.literal_weights.change, w.pragmatic_weights.change], ui.model_call(update),
+          [w.examples, w.literal_weights, w.pragmatic_weights, w.samples, w.game],
+          [w.literal_out, w.pragmatic_out, w.game, w.game_md], trigger_mode="always_last",
+          validator=ui.validator(actions.check_update), **ui.model_events(ctx), **INTERNAL)
+    w.suggest.click(ui.model_call(suggest_example), [w.examples, w.pragmatic_weights],
+                    [w.suggestion, w.suggestion_md, w.accept], validator=ui.validator(actions.check_suggest_example),
+                    **ui.model_events(ctx), **INTERNAL)
+
+
+def _api(ctx: DemoContext) -> None:
+    pragmatic = ctx.default_weights(actions.PRAGMATIC_PREFERENCE)
+
+    def synthesize_endpoint(examples: list[dict], weights: str = pragmatic, k: int = actions.SHOWN) -> dict:
+        """Ranked regex guesses for labelled examples.
+
+        Args:
+            examples: list of {"string": str, "label": "+" or "-"}.
+            weights: weight set name, e.g. "tiny-pragmatic" or "pragmatic-ft-listener".
+            k: how many guesses to return (1-50).
+        """
+        return actions.synthesize(ctx, examples, weights, k=k).to_dict()
+
+    def suggest_endpoint(examples: list[dict]) -> dict:
+        """The most informative next example for the PraX listener's current top guess.
+
+        Args:
+            examples: list of {"string": str, "label": "+" or "-"}.
+        """
+        return actions.suggest(ctx, examples, pragmatic).to_dict()
+
+    events = ui.model_events(ctx)
+    ui.api(ui.model_call(synthesize_endpoint), api_name="synthesize", check=actions.check_synthesize, **events)
+    ui.api(ui.model_call(suggest_endpoint), api_name="suggest", check=actions.check_suggest, **events)
 
 
 if __name__ == "__main__":
     from apps.prax import DEMO
 
-    build(DemoContext(DEMO)).launch(theme=theme())
+    build(DemoContext(DEMO)).launch(theme=ui.theme())

@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 import random
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -21,7 +21,9 @@ from apps.prax.dsl import Example
 from apps.prax.model import load_listener
 from apps.prax.tokens import EOS_ID, PAD_ID, PROGRAM_ID, decode_program, encode_listener_input
 from shared.errors import UserInputError
+from shared.pipeline import Callback, Pipeline, PipelineOutput
 
+DEFAULT_K = 10
 DEFAULT_SAMPLES = 500  # upstream handler.py; the official Space used 100
 MAX_SAMPLES = 1000
 MAX_K = 50
@@ -30,19 +32,20 @@ TOP_K = 50  # transformers' generation default, which upstream inherited alongsi
 MAX_NEW_TOKENS = 128
 
 
-@dataclass
+@dataclass(frozen=True)
 class Candidate:
     program: str
     logprob: float  # summed token log-probability of program + </s> under the listener
     probability: float  # share among the kept (consistent, unique) candidates: softmax of logprob
-    matches: list[bool]  # full match on each example, in the order given
+    matches: tuple[bool, ...]  # full match on each example, in the order given
     count: int = 1  # how many samples produced this program
 
 
-@dataclass
-class SynthesisResult:
-    examples: list[Example]
-    candidates: list[Candidate]  # best first, at most k
+@dataclass(frozen=True)
+class PraxOutput(PipelineOutput):
+    weights: str  # the listener's weight set
+    examples: tuple[Example, ...]
+    candidates: tuple[Candidate, ...]  # best first, at most k
     n_samples: int
     n_consistent: int  # consistent samples, duplicates included
     n_unique: int  # distinct consistent programs before the top-k cut
@@ -51,16 +54,9 @@ class SynthesisResult:
     def top1(self) -> str | None:
         return self.candidates[0].program if self.candidates else None
 
-    def as_dict(self) -> dict:
-        return {"examples": [e.as_dict() for e in self.examples], "n_samples": self.n_samples,
-                "n_consistent": self.n_consistent, "n_unique": self.n_unique,
-                "candidates": [{"program": c.program, "logprob": round(c.logprob, 4),
-                                "probability": round(c.probability, 4), "matches": c.matches, "count": c.count}
-                               for c in self.candidates]}
 
-
-@dataclass
-class Suggestion:
+@dataclass(frozen=True)
+class PraxSuggestion(PipelineOutput):
     example: Example
     speaker_probability: float  # S1(u* | h*) among the candidate examples
     assumed_program: str  # h*: the listener's current top guess, which the label follows
@@ -68,25 +64,35 @@ class Suggestion:
     n_candidates: int  # |U|
     remaining: int  # programs in H still consistent once the example is added
     method: str = "rsa-s1-over-sampled-examples"
-    note: str = field(default="No speaker model: candidate examples come from our example sampler run over the "
-                              "listener's candidate programs; S1 picks the one that best singles out h*.")
+    note: str = ("No speaker model: candidate examples come from our example sampler run over the listener's "
+                 "candidate programs; S1 picks the one that best singles out h*.")
 
 
-def _check_int(name: str, value, low: int, high: int) -> int:
+def _check_int(argument: str, what: str, value, low: int, high: int) -> int:
     try:
         number = int(value)
     except (TypeError, ValueError):
-        raise UserInputError(f"{name} must be a whole number between {low} and {high}.") from None
+        raise UserInputError(f"{what} must be a whole number between {low} and {high}.", argument=argument) from None
     if not low <= number <= high:
-        raise UserInputError(f"{name} is {number}; choose a value between {low} and {high}.")
+        raise UserInputError(f"{what} is {number}; choose a value between {low} and {high}.", argument=argument)
     return number
 
 
-class PraxPipeline:
-    """A ByT5 listener: ``PraxPipeline.from_pretrained(folder)(examples) -> SynthesisResult``."""
+def weights_name(path: Path) -> str:
+    """The weight set a folder holds: its name, or for a Hub cache snapshot (``models--org--name/snapshots/<sha>``)
+    the repo's name, which is the weight set's name for every official PraX listener."""
+    if path.parent.name == "snapshots" and path.parent.parent.name.startswith("models--"):
+        return path.parent.parent.name.split("--")[-1]
+    return path.name
 
-    def __init__(self, model, device: str = "cpu", dtype: torch.dtype = torch.float32, name: str = "",
-                 max_batch: int = 1024):
+
+class PraxPipeline(Pipeline):
+    """A ByT5 listener: ``PraxPipeline.from_pretrained(folder)(examples) -> PraxOutput``."""
+
+    output_class = PraxOutput
+
+    def __init__(self, model, device: str | torch.device = "cpu", dtype: torch.dtype = torch.float32,
+                 name: str = "", max_batch: int = 1024):
         self.model = model
         self.device = device
         self.dtype = dtype
@@ -95,16 +101,21 @@ class PraxPipeline:
         self.max_new_tokens = MAX_NEW_TOKENS  # the trainer lowers this: its programs are at most 30 characters
 
     @classmethod
-    def from_pretrained(cls, path: str | Path, device: str | None = None, dtype: torch.dtype | None = None):
-        from shared.device import pick_device, pick_dtype
-
-        device = device or pick_device()
-        dtype = dtype or pick_dtype(device)
+    def from_pretrained(cls, path: str | Path, *, device: str | torch.device = "cpu",
+                        dtype: torch.dtype = torch.float32) -> PraxPipeline:
         path = Path(path)
-        return cls(load_listener(path, device=device, dtype=dtype), device=device, dtype=dtype, name=path.name)
+        return cls(load_listener(path, device=device, dtype=dtype), device=device, dtype=dtype,
+                   name=weights_name(path))
 
-    def memory_bytes(self) -> int:
-        return sum(p.numel() * p.element_size() for p in self.model.parameters())
+    @classmethod
+    def check_inputs(cls, examples: Sequence, k=DEFAULT_K,
+                     num_samples=DEFAULT_SAMPLES) -> tuple[tuple[Example, ...], int, int]:
+        """All of PraX's input checks, without weights: the examples (count, length, characters, labels, no string
+        both + and -: ``dsl.validate_examples``), ``k`` and ``num_samples``. Returns them normalised."""
+        examples = tuple(dsl.validate_examples(examples))
+        k = _check_int("k", "k (how many guesses)", k, 1, MAX_K)
+        num_samples = _check_int("num_samples", "The number of samples", num_samples, 1, MAX_SAMPLES)
+        return examples, k, num_samples
 
     # ------------------------------------------------------------ sampling
 
@@ -135,28 +146,38 @@ class PraxPipeline:
         tokens = tokens.tolist()
         return [[(decode_program(tokens[i * n + j]), logp[i * n + j]) for j in range(n)] for i in range(len(specs))]
 
-    def sample_programs(self, specs: Sequence[Sequence[Example]], num_samples: int,
-                        seed: int | None = None) -> list[list[tuple[str, float]]]:
-        """``num_samples`` (program, summed log-prob) samples per spec, batched across specs."""
+    def _plan(self, n_specs: int, num_samples: int) -> list[tuple[list[int], int]]:
+        """The generate() calls that draw ``num_samples`` per spec: (spec indices, samples each), at most
+        ``max_batch`` sequences per call."""
+        per_call = max(1, min(num_samples, self.max_batch))
+        specs_per_call = max(1, self.max_batch // per_call)
+        calls = []
+        for start in range(0, n_specs, specs_per_call):
+            group = list(range(start, min(n_specs, start + specs_per_call)))
+            for done in range(0, num_samples, per_call):
+                calls.append((group, min(per_call, num_samples - done)))
+        return calls
+
+    def sample_programs(self, specs: Sequence[Sequence[Example]], num_samples: int, seed: int | None = None,
+                        callback: Callback | None = None, extra_steps: int = 0) -> list[list[tuple[str, float]]]:
+        """``num_samples`` (program, summed log-prob) samples per spec, batched across specs; ``callback(step,
+        total)`` after each generate() call (``extra_steps`` more are the caller's, counted in ``total``)."""
         if seed is not None:
             torch.manual_seed(seed)
         results: list[list[tuple[str, float]]] = [[] for _ in specs]
-        per_call = max(1, min(num_samples, self.max_batch))
-        specs_per_call = max(1, self.max_batch // per_call)
-        for start in range(0, len(specs), specs_per_call):
-            group = list(range(start, min(len(specs), start + specs_per_call)))
-            remaining = num_samples
-            while remaining > 0:
-                n = min(per_call, remaining)
-                for i, samples in zip(group, self._generate([specs[i] for i in group], n), strict=True):
-                    results[i].extend(samples)
-                remaining -= n
+        calls = self._plan(len(specs), num_samples)
+        for step, (group, n) in enumerate(calls, 1):
+            for i, samples in zip(group, self._generate([specs[i] for i in group], n), strict=True):
+                results[i].extend(samples)
+            if callback is not None:
+                callback(step, len(calls) + extra_steps)
         return results
 
     # ------------------------------------------------------------ synthesis
 
     @staticmethod
-    def rank(examples: Sequence[Example], samples: Sequence[tuple[str, float]], k: int) -> SynthesisResult:
+    def rank(examples: Sequence[Example], samples: Sequence[tuple[str, float]], k: int,
+             weights: str = "") -> PraxOutput:
         """Consistency filter -> de-duplicate -> sort by summed log-probability -> top-k."""
         best: dict[str, float] = {}
         counts: dict[str, int] = {}
@@ -173,44 +194,55 @@ class PraxPipeline:
         ranked = sorted(best.items(), key=lambda kv: (-kv[1], kv[0]))
         top = max((lp for _, lp in ranked), default=0.0)
         total = sum(math.exp(lp - top) for _, lp in ranked)
-        candidates = [
+        candidates = tuple(
             Candidate(program=p, logprob=lp, probability=math.exp(lp - top) / total, count=counts[p],
-                      matches=[dsl.matches(p, ex.string) for ex in examples])
+                      matches=tuple(dsl.matches(p, ex.string) for ex in examples))
             for p, lp in ranked[:k]
-        ]
-        return SynthesisResult(list(examples), candidates, len(samples), n_consistent, len(ranked))
+        )
+        return PraxOutput(weights, tuple(examples), candidates, len(samples), n_consistent, len(ranked))
 
-    def synthesize_batch(self, specs: Sequence[Sequence], k: int = 10, num_samples: int = DEFAULT_SAMPLES,
-                         seed: int | None = None, validate: bool = True) -> list[SynthesisResult]:
-        k = _check_int("k (how many guesses)", k, 1, MAX_K)
-        num_samples = _check_int("The number of samples", num_samples, 1, MAX_SAMPLES)
-        specs = [dsl.validate_examples(s) if validate else list(s) for s in specs]
-        samples = self.sample_programs(specs, num_samples, seed=seed)
-        return [self.rank(spec, s, k) for spec, s in zip(specs, samples, strict=True)]
+    def synthesize_batch(self, specs: Sequence[Sequence], k: int = DEFAULT_K, num_samples: int = DEFAULT_SAMPLES,
+                         seed: int | None = None, validate: bool = True,
+                         callback: Callback | None = None) -> list[PraxOutput]:
+        """One ``PraxOutput`` per spec, sampled in shared batches; ``validate=False`` for specs already checked
+        (evaluation reads them from a spec file). Steps: the generate() calls, then ranking."""
+        if validate:
+            checked = [self.check_inputs(spec, k=k, num_samples=num_samples) for spec in specs]
+            specs = [examples for examples, _, _ in checked]
+            k, num_samples = checked[0][1:] if checked else (k, num_samples)
+        samples = self.sample_programs(specs, num_samples, seed=seed, callback=callback, extra_steps=1)
+        results = [self.rank(spec, s, k, self.name) for spec, s in zip(specs, samples, strict=True)]
+        if callback is not None:
+            total = len(self._plan(len(specs), num_samples)) + 1
+            callback(total, total)
+        return results
 
-    def __call__(self, examples: Sequence, k: int = 10, num_samples: int = DEFAULT_SAMPLES,
-                 seed: int | None = None) -> SynthesisResult:
-        return self.synthesize_batch([examples], k=k, num_samples=num_samples, seed=seed)[0]
+    def __call__(self, examples: Sequence, k: int = DEFAULT_K, num_samples: int = DEFAULT_SAMPLES,
+                 seed: int | None = None, callback: Callback | None = None) -> PraxOutput:
+        examples, k, num_samples = self.check_inputs(examples, k=k, num_samples=num_samples)
+        return self.synthesize_batch([examples], k=k, num_samples=num_samples, seed=seed, validate=False,
+                                     callback=callback)[0]
 
     # ------------------------------------------------------------ informative examples
 
     def suggest_example(self, examples: Sequence, num_samples: int = 100, seed: int | None = 0,
-                        positives_per_program: int = 3, negatives: int = 40, max_programs: int = 30) -> Suggestion:
+                        positives_per_program: int = 3, negatives: int = 40, max_programs: int = 30,
+                        callback: Callback | None = None) -> PraxSuggestion:
         """The next example that best singles out the listener's top guess h* among its candidates (RSA S1).
 
         H = the listener's consistent, de-duplicated candidates (h* = top-1, last row). U = strings from our example
         sampler over the candidates (positives of each) plus random strings, labelled by h*, minus strings already
         given. u* = argmax_u S1(u | h*) over M[h, u] = 1[h agrees with u].
         """
-        examples = dsl.validate_examples(examples)
-        result = self(examples, k=max_programs, num_samples=num_samples, seed=seed)
+        result = self(examples, k=max_programs, num_samples=num_samples, seed=seed, callback=callback)
         if not result.candidates:
             raise UserInputError("The listener found no regex consistent with these examples, so there is no guess "
-                                 "to refine; add a simpler example or raise the number of samples.")
+                                 "to refine; add a simpler example or raise the number of samples.",
+                                 argument="examples")
         programs = [c.program for c in result.candidates]
         target = programs[0]
         rng = random.Random(seed)
-        used = {ex.string for ex in examples}
+        used = {ex.string for ex in result.examples}
         strings: list[str] = []
         for program in programs:
             strings.extend(dsl.sample_positives(program, rng, positives_per_program))
@@ -218,13 +250,13 @@ class PraxPipeline:
         strings = [s for s in dict.fromkeys(strings) if s not in used]
         if not strings:
             raise UserInputError("No new example string could be generated for the current guess; "
-                                 "add one of your own.")
+                                 "add one of your own.", argument="examples")
         utterances = [Example(s, "+" if dsl.matches(target, s) else "-") for s in strings]
         hypotheses = programs[1:] + [target]
         matrix = np.array([[dsl.matches(h, u.string) == u.positive for u in utterances] for h in hypotheses])
         choice = rsa.choose_next(matrix)
         s1 = rsa.speaker(rsa.literal_listener(matrix))[-1]
         chosen = utterances[choice]
-        return Suggestion(example=chosen, speaker_probability=float(s1[choice]), assumed_program=target,
-                          n_programs=len(hypotheses), n_candidates=len(utterances),
-                          remaining=int(matrix[:, choice].sum()))
+        return PraxSuggestion(example=chosen, speaker_probability=float(s1[choice]), assumed_program=target,
+                              n_programs=len(hypotheses), n_candidates=len(utterances),
+                              remaining=int(matrix[:, choice].sum()))

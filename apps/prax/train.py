@@ -225,7 +225,7 @@ def make_specs(args) -> None:
         listener = PraxPipeline.from_pretrained(args.listener, device="cpu")
         listener.max_new_tokens = MAX_PROGRAM_CHARS + 10
         specs = rsa_specs(programs, [listener], rng, n_examples=args.size, samples=args.samples)
-    rows = [{"program": p, "examples": [ex.as_dict() for ex in spec]} for p, spec in zip(programs, specs, strict=True)]
+    rows = [{"program": p, "examples": [ex.to_dict() for ex in spec]} for p, spec in zip(programs, specs, strict=True)]
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
     Path(args.out).write_text(json.dumps(rows, indent=1))
     print(json.dumps({"written": args.out, "specs": len(rows), "mode": args.mode}))

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from apps.prax.model import write_official_layout
+from tests.fixtures.tiny_prax import write_official_layout
 
 
 @pytest.fixture(scope="session")

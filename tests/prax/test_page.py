@@ -1,14 +1,17 @@
-"""The page: builds without torch in page.py, named endpoints work over HTTP, rendering and game logic."""
+"""The page and its actions: build without torch, named endpoints work over HTTP, rendering and game logic."""
 
 import ast
 import html
+from contextlib import contextmanager
 from pathlib import Path
 
 import gradio as gr
 import pytest
 
-from apps.prax import DEMO, page
+from apps.prax import DEMO, actions, page
+from apps.prax.dsl import Example
 from apps.prax.game import Game
+from apps.prax.pipeline import Candidate, PraxOutput
 from shared.context import DemoContext
 from shared.errors import UserInputError
 from shared.pool import ModelPool
@@ -23,8 +26,9 @@ def ctx():
         yield DemoContext(DEMO, pool=ModelPool(budget_bytes=10**9))
 
 
-def test_page_module_imports_no_torch():
-    tree = ast.parse(Path(page.__file__).read_text())
+@pytest.mark.parametrize("module", [page, actions])
+def test_page_modules_import_no_torch(module):
+    tree = ast.parse(Path(module.__file__).read_text())
     names = {a.name.split(".")[0] for n in ast.walk(tree) if isinstance(n, (ast.Import, ast.ImportFrom))
              for a in getattr(n, "names", [])} | {n.module.split(".")[0] for n in ast.walk(tree)
                                                   if isinstance(n, ast.ImportFrom) and n.module}
@@ -32,8 +36,8 @@ def test_page_module_imports_no_torch():
 
 
 def test_defaults_fall_back_to_bundled_weights_offline(ctx):
-    assert ctx.default_weights(page.LITERAL_PREFERENCE) == "tiny-literal"
-    assert ctx.default_weights(page.PRAGMATIC_PREFERENCE) == "tiny-pragmatic"
+    assert ctx.default_weights(actions.LITERAL_PREFERENCE) == "tiny-literal"
+    assert ctx.default_weights(actions.PRAGMATIC_PREFERENCE) == "tiny-pragmatic"
 
 
 def test_build_registers_named_endpoints(ctx):
@@ -44,30 +48,43 @@ def test_build_registers_named_endpoints(ctx):
 
 
 def test_synthesize_and_render_side_by_side(ctx):
-    result = page.synthesize(ctx, SPEC, "tiny-literal", k=5, samples=40)
-    assert result["weights"] == "tiny-literal" and result["n_samples"] == 40
-    assert len(result["candidates"]) <= 5
-    html = page.render_guesses("Literal", result)
-    for c in result["candidates"]:
-        assert c["matches"] == [True, True, False]
-    if result["candidates"]:
+    result = actions.synthesize(ctx, SPEC, "tiny-literal", k=5, num_samples=40)
+    assert result.weights == "tiny-literal" and result.n_samples == 40
+    assert len(result.candidates) <= 5
+    html = actions.render_guesses("Literal", result)
+    for c in result.candidates:
+        assert c.matches == (True, True, False)
+    if result.candidates:
         assert "✓" in html and "✗" in html
-    empty = page.render_guesses("Literal", None, "No examples yet")
+    empty = actions.render_guesses("Literal", None, "No examples yet")
     assert "No examples yet" in empty
 
 
 def test_render_escapes_html():
-    result = {"examples": [{"string": "<b>", "label": "+"}], "n_samples": 1, "n_consistent": 1, "n_unique": 1,
-              "candidates": [{"program": "<b>", "logprob": -1.0, "probability": 1.0, "matches": [True], "count": 1}]}
-    html = page.render_guesses("x", result)
+    result = PraxOutput("tiny-literal", (Example("<b>", "+"),), (Candidate("<b>", -1.0, 1.0, (True,), 1),), 1, 1, 1)
+    html = actions.render_guesses("x", result)
     assert "<b>" not in html.replace("<b>x", "") and "&lt;b&gt;" in html
 
 
 def test_bad_input_reaches_the_user_as_a_sentence(ctx):
+    contradiction = [{"string": "a", "label": "+"}, {"string": "a", "label": "-"}]
     with pytest.raises(UserInputError, match="both as a match"):
-        page.synthesize(ctx, [{"string": "a", "label": "+"}, {"string": "a", "label": "-"}], "tiny-literal")
+        actions.synthesize(ctx, contradiction, "tiny-literal")
     with pytest.raises(UserInputError, match="Unknown weight set"):
-        page.synthesize(ctx, SPEC, "nope")
+        actions.synthesize(ctx, SPEC, "nope")
+    with pytest.raises(UserInputError, match="both as a match") as info:
+        actions.check_synthesize(contradiction, "tiny-literal", 3)
+    assert info.value.argument == "examples"
+    with pytest.raises(UserInputError, match="Unknown weight set") as info:
+        actions.check_synthesize(SPEC, "nope", 3)
+    assert info.value.argument == "weights"
+    with pytest.raises(UserInputError, match="Unknown weight set") as info:
+        actions.check_update(SPEC, "tiny-literal", "nope", 20, None)
+    assert info.value.argument == "pragmatic_weights"
+    with pytest.raises(UserInputError, match="samples") as info:
+        actions.check_update(SPEC, "tiny-literal", "tiny-pragmatic", 0, None)
+    assert info.value.argument == "num_samples"
+    actions.check_update([], "tiny-literal", "tiny-pragmatic", 20, None)  # no examples yet: a hint, not an error
 
 
 def test_game_checks_labels_and_records_success():
@@ -81,7 +98,7 @@ def test_game_checks_labels_and_records_success():
     assert game.solved_after == {"literal": 3}
     assert "literal: got it after 3 examples" in game.status(["literal", "PraX"])
     assert "PraX: not yet" in game.status(["literal", "PraX"])
-    assert Game.from_dict(game.as_dict()) == game
+    assert Game.from_dict(game.to_dict()) == game
     assert Game.new(seed=1).target == Game.new(seed=1).target
 
 
@@ -107,23 +124,49 @@ def _handler(blocks, name):
 
 def test_page_handlers_add_update_suggest_and_play(ctx):
     blocks = page.build(ctx)
-    add_plus = next(f.fn for f in blocks.fns.values() if f.name == "<lambda>")  # the "+ should match" button
+    add_plus = _handler(blocks, "add")  # the "+ should match" button
     examples, cleared, _ = add_plus([], "12ab", None)
     assert examples == [{"string": "12ab", "label": "+"}] and cleared == ""
-    update = _handler(blocks, "_update")
+    update = _handler(blocks, "update")
     lit_html, prag_html, game, status = update([], "tiny-literal", "tiny-pragmatic", 20, None)
     assert "No examples yet, so no guess" in lit_html and status == "No game running."
     lit_html, prag_html, _, _ = update(SPEC, "tiny-literal", "tiny-pragmatic", 20, None)
     assert "Literal listener (tiny-literal)" in lit_html and "PraX listener (tiny-pragmatic)" in prag_html
     easy = [{"string": "123", "label": "+"}, {"string": "ab", "label": "-"}]
-    suggestion, text, _ = _handler(blocks, "_suggest")(easy, "tiny-literal")
-    assert suggestion["string"] not in {"123", "ab"} and html.escape(suggestion["string"]) in text
-    game, examples, _, game_text = _handler(blocks, "_new_game")()
+    suggestion, text, _ = _handler(blocks, "suggest_example")(easy, "tiny-literal")
+    assert suggestion["example"]["string"] not in {"123", "ab"} and html.escape(suggestion["example"]["string"]) in text
+    accepted, _, _ = _handler(blocks, "accept")(easy, suggestion, None)
+    assert accepted == [*easy, suggestion["example"]]
+    game, examples, _, game_text = _handler(blocks, "new_game")()
     assert game_text.startswith("Hidden regex set.")
     assert examples == [] and Game.from_dict(game).target
     target = Game.from_dict(game).target
     _, _, game, status = update([{"string": "zz", "label": "+"}], "tiny-literal", "tiny-pragmatic", 10, game)
     assert status.startswith("Hidden regex set.") and "literal:" in status
-    assert target in _handler(blocks, "_reveal")(game)
+    assert target in _handler(blocks, "reveal")(game)
     with pytest.raises(gr.Error, match="both as a match"):
         add_plus([{"string": "a", "label": "-"}], "a", None)
+
+
+def test_page_handlers_show_download_bytes_and_sampling_steps(ctx, monkeypatch):
+    real = ctx.compute
+
+    @contextmanager
+    def compute(name=None, on_download=None):  # a download of 100 bytes reported halfway, then the real listener
+        on_download(50, 100)
+        with real(name) as pipe:
+            yield pipe
+
+    monkeypatch.setattr(ctx, "compute", compute)
+    blocks = page.build(ctx)
+    shown = []
+
+    def progress(value, desc=None, total=None, unit="steps"):  # stands in for gr.Progress
+        shown.append((value, desc, unit))
+
+    _handler(blocks, "update")(SPEC, "tiny-literal", "tiny-pragmatic", 20, None, progress)
+    assert shown.count(((50, 100), "Downloading weights", "bytes")) == 2  # one per listener
+    assert [v for v, desc, _ in shown if desc == "Sampling regexes"] == [(1, 4), (2, 4), (3, 4), (4, 4)]
+    shown.clear()
+    _handler(blocks, "suggest_example")(SPEC, "tiny-literal", progress)
+    assert shown[0] == ((50, 100), "Downloading weights", "bytes") and shown[-1][0] == (2, 2)

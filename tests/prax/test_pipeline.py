@@ -97,7 +97,7 @@ def test_rank_filters_dedupes_and_sorts_by_logprob():
     assert [c.program for c in result.candidates] == ["ab", "[a-z]{2}"]
     assert result.candidates[1].logprob == -2.5 and result.candidates[0].count == 2
     assert result.n_samples == 6 and result.n_consistent == 4 and result.n_unique == 2
-    assert result.candidates[0].matches == [True, False]
+    assert result.candidates[0].matches == (True, False)
     assert sum(c.probability for c in result.candidates) == pytest.approx(1.0)
     assert PraxPipeline.rank(examples, samples, k=1).candidates[0].program == "ab"
 
@@ -107,11 +107,11 @@ def test_batched_call_returns_only_consistent_candidates(bundled_literal):
     results = bundled_literal.synthesize_batch([SPEC, SPEC[:1]], k=3, num_samples=8, seed=0)
     assert len(results) == 2
     for result, spec in zip(results, [SPEC, SPEC[:1]], strict=True):
-        assert result.n_samples == 8 and 1 <= len(result.candidates) <= 3, result.as_dict()
+        assert result.n_samples == 8 and 1 <= len(result.candidates) <= 3, result.to_dict()
         assert result.n_consistent >= len(result.candidates)
         examples = [Example(e["string"], e["label"]) for e in spec]
         for c in result.candidates:
-            assert c.matches == [e["label"] == "+" for e in spec]
+            assert c.matches == tuple(e["label"] == "+" for e in spec)
             assert dsl.consistent(c.program, examples), c.program
 
 
@@ -145,6 +145,8 @@ def test_hf_cache_layout_resolves_offline(tmp_path, monkeypatch, official_checkp
     assert folder == snapshot
     pipe = PraxPipeline.from_pretrained(folder, device="cpu")
     pipe.max_new_tokens = 12
-    assert pipe(SPEC, k=2, num_samples=4, seed=0).n_samples == 4
+    out = pipe(SPEC, k=2, num_samples=4, seed=0)
+    assert out.n_samples == 4
+    assert out.weights == pipe.name == "listener-suffix-idx-300k"  # the repo's name, not the snapshot's sha
     with pytest.raises(WeightsUnavailable, match="demohub download prax --weights pragmatic-ft-listener"):
         weights.resolve("prax", DEMO.weight_set("pragmatic-ft-listener"))

@@ -1,0 +1,214 @@
+"""What the PraX page does, without a UI: example-list state, the game, model calls, and their display.
+
+Shared by the Gradio page (apps/prax/page.py) and the Streamlit page (apps/prax/streamlit_page.py); imports neither
+gradio nor streamlit, nor torch: ``check_*`` reach ``PraxPipeline.check_inputs`` through the registry, so a page
+builds without torch and the checks import it on first use. The page keeps its examples as JSON dicts
+(``{"string", "label"}``) and its game as ``Game.to_dict()``.
+"""
+
+from __future__ import annotations
+
+import html
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+from apps.prax import DEMO
+from apps.prax.game import Game
+from shared.context import DemoContext
+from shared.errors import UserInputError
+
+if TYPE_CHECKING:
+    from apps.prax.pipeline import PraxOutput, PraxSuggestion
+    from shared.pipeline import Callback
+    from shared.weights import Progress
+
+LITERAL_PREFERENCE = ("listener-suffix-idx-300k", "tiny-literal")
+PRAGMATIC_PREFERENCE = ("pragmatic-ft-listener", "tiny-pragmatic")
+PAGE_SAMPLES = 100  # the official Space's setting; the pipeline's default is upstream's 500
+SHOWN = 5  # guesses shown per listener
+SEED = 0  # the page samples with a fixed seed: the same examples give the same guesses
+ROLES = ("literal", "PraX")  # the two listeners, as the game names them
+WORKS_WITHOUT = "The bundled tiny listeners (tiny-literal, tiny-pragmatic) work without any download."
+NO_EXAMPLES = "No examples yet, so no guess: add a string that should (+) or should not (−) match."
+START = "Add an example to see guesses."
+PRESETS = {
+    "digits then letters": [("12ab", "+"), ("07xyz", "+"), ("1ab", "-"), ("12", "-")],
+    "capitalised word": [("Hello", "+"), ("World", "+"), ("hello", "-"), ("HELLO", "-")],
+    "semicolon-separated codes": [("a1;b2", "+"), ("c3;d4;e5", "+"), ("a1,b2", "-"), ("a1", "+")],
+}
+
+# ---------------------------------------------------------------- checks (run before a model event is queued)
+
+
+def check_weights(name: str | None, argument: str = "weights") -> None:
+    try:
+        DEMO.weight_set(name)
+    except UserInputError as error:
+        raise UserInputError(str(error), argument=argument) from None
+
+
+def check_synthesize(examples, weights, k) -> None:
+    """The ``/synthesize`` endpoint's inputs."""
+    check_weights(weights)
+    DEMO.pipeline_class().check_inputs(examples, k=k, num_samples=PAGE_SAMPLES)
+
+
+def check_suggest(examples) -> None:
+    """The ``/suggest`` endpoint's input. (A check has exactly its event's inputs as parameters: Gradio fills any
+    further parameter with its default and the validator's answer would no longer line up with the inputs.)"""
+    DEMO.pipeline_class().check_inputs(examples)
+
+
+def check_suggest_example(examples, weights) -> None:
+    """The page's Suggest button: the examples and the pragmatic listener's weights."""
+    check_weights(weights)
+    check_suggest(examples)
+
+
+def check_update(examples, literal_weights, pragmatic_weights, num_samples, game) -> None:
+    """The page's guesses event; with no examples yet it shows a hint and runs no model."""
+    check_weights(literal_weights, "literal_weights")
+    check_weights(pragmatic_weights, "pragmatic_weights")
+    if examples:
+        DEMO.pipeline_class().check_inputs(examples, k=SHOWN, num_samples=num_samples)
+
+
+# ---------------------------------------------------------------- the list of examples
+
+
+def add_example(examples: Sequence[dict], string: str, label: str, game: dict | None) -> list[dict]:
+    """The examples with one more, checked (against the game's hidden regex too, when a game runs)."""
+    running = Game.from_dict(game)
+    if running is not None:
+        running.check_label(string, label)
+    checked, _, _ = DEMO.pipeline_class().check_inputs([*examples, {"string": string, "label": label}])
+    return [e.to_dict() for e in checked]
+
+
+def accept_suggestion(examples: Sequence[dict], suggestion: dict | None, game: dict | None) -> list[dict]:
+    """The examples with the suggested one added (a ``PraxSuggestion.to_dict()``)."""
+    if not suggestion:
+        raise UserInputError("Ask for a suggestion first.", argument="suggestion")
+    return add_example(examples, suggestion["example"]["string"], suggestion["example"]["label"], game)
+
+
+def remove_examples(examples: Sequence[dict], ticked: Sequence[int] | None) -> list[dict]:
+    ticked = set(ticked or ())
+    return [e for i, e in enumerate(examples) if i not in ticked]
+
+
+def load_preset(name: str | None) -> list[dict]:
+    if name not in PRESETS:
+        raise UserInputError("Choose an example set from the list first.", argument="name")
+    return [{"string": string, "label": label} for string, label in PRESETS[name]]
+
+
+def example_choices(examples: Sequence[dict]) -> list[tuple[str, int]]:
+    """(label, index) pairs for the list of examples a visitor can tick to remove."""
+    return [(f"{e['label']}  {e['string']}", i) for i, e in enumerate(examples)]
+
+
+def preset_text(name: str) -> str:
+    """A preset as the Streamlit page's text: one example a line, its label first."""
+    return "\n".join(f"{label}{string}" for string, label in PRESETS[name])
+
+
+def parse_lines(text: str) -> list[dict]:
+    """The Streamlit page's text (``+abc`` / ``-abc``, one a line) as examples; checked by ``check_inputs``."""
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    return [{"string": line[1:], "label": line[0]} for line in lines]
+
+
+# ---------------------------------------------------------------- model calls
+
+
+def synthesize(ctx: DemoContext, examples, weights: str | None, k: int = SHOWN, num_samples: int = PAGE_SAMPLES,
+               on_download: Progress | None = None, callback: Callback | None = None) -> PraxOutput:
+    """One listener's ranked guesses."""
+    with ctx.compute(weights, on_download) as pipe:
+        return pipe(examples, k=k, num_samples=num_samples, seed=SEED, callback=callback)
+
+
+def suggest(ctx: DemoContext, examples, weights: str | None = None, on_download: Progress | None = None,
+            callback: Callback | None = None) -> PraxSuggestion:
+    """The most informative next example for the pragmatic listener's current top guess."""
+    with ctx.compute(weights or ctx.default_weights(PRAGMATIC_PREFERENCE), on_download) as pipe:
+        return pipe.suggest_example(examples, callback=callback)
+
+
+def update(ctx: DemoContext, examples: Sequence[dict], literal_weights: str, pragmatic_weights: str,
+           num_samples: int, game: dict | None, on_download: Progress | None = None,
+           callback: Callback | None = None) -> tuple[str, str, dict | None, str]:
+    """Both listeners' guesses as HTML tables, and the game after them: (literal, pragmatic, game, game text)."""
+    if not examples:
+        return (render_guesses("Literal listener", None, NO_EXAMPLES),
+                render_guesses("PraX listener", None, NO_EXAMPLES), game, game_text(game))
+    outputs = [synthesize(ctx, examples, name, num_samples=int(num_samples), on_download=on_download,
+                          callback=_share(callback, i, 2))
+               for i, name in enumerate((literal_weights, pragmatic_weights))]
+    running = Game.from_dict(game)
+    if running is not None:
+        for role, output in zip(ROLES, outputs, strict=True):
+            running.record(role, output.top1, len(examples))
+        game = running.to_dict()
+    return (render_guesses(f"Literal listener ({literal_weights})", outputs[0]),
+            render_guesses(f"PraX listener ({pragmatic_weights})", outputs[1]), game, game_text(game))
+
+
+def _share(callback: Callback | None, index: int, parts: int) -> Callback | None:
+    """``callback`` for part ``index`` of ``parts`` equal runs: steps continue across the runs."""
+    if callback is None:
+        return None
+    return lambda step, total: callback(index * total + step, parts * total)
+
+
+# ---------------------------------------------------------------- the game
+
+
+def new_game() -> dict:
+    return Game.new().to_dict()
+
+
+def game_text(game: dict | None) -> str:
+    running = Game.from_dict(game)
+    if running is None:
+        return "No game running."
+    return "Hidden regex set. " + running.status(list(ROLES))
+
+
+def reveal(game: dict | None) -> str:
+    running = Game.from_dict(game)
+    if running is None:
+        raise UserInputError("Start a game first with 'New hidden regex'.", argument="game")
+    return f"The hidden regex is `{running.target}`. " + running.status(list(ROLES))
+
+
+# ---------------------------------------------------------------- display
+
+
+def render_guesses(title: str, output: PraxOutput | None, message: str = "") -> str:
+    """An HTML table: rank, regex, score, and the candidate's full match on every example."""
+    head = f"<h4>{html.escape(title)}</h4>"
+    if output is None:
+        return head + f"<p><em>{html.escape(message)}</em></p>"
+    if not output.candidates:
+        return head + (f"<p>No regex consistent with all {len(output.examples)} examples among "
+                       f"{output.n_samples} samples. Try more samples or simpler examples.</p>")
+    cols = "".join(f"<th title='label {e.label}'><code>{html.escape(e.string)}</code> {e.label}</th>"
+                   for e in output.examples)
+    rows = []
+    for i, c in enumerate(output.candidates, 1):
+        cells = "".join(f"<td style='text-align:center'>{'✓' if m else '✗'}</td>" for m in c.matches)
+        rows.append(f"<tr><td>{i}</td><td><code>{html.escape(c.program)}</code></td>"
+                    f"<td>{c.probability:.0%} <small>(log p {c.logprob:.1f})</small></td>{cells}</tr>")
+    note = (f"<p><small>{output.n_consistent} of {output.n_samples} samples fit every example; "
+            f"{output.n_unique} distinct. ✓ = full match.</small></p>")
+    return (head + f"<table><thead><tr><th>#</th><th>regex</th><th>score</th>{cols}</tr></thead>"
+            f"<tbody>{''.join(rows)}</tbody></table>" + note)
+
+
+def suggestion_markdown(s: PraxSuggestion) -> str:
+    return (f"Try <code>{html.escape(s.example.string)}</code> as **{'+' if s.example.positive else '−'}**: "
+            f"assuming you mean <code>{html.escape(s.assumed_program)}</code>, it leaves "
+            f"{s.remaining} of {s.n_programs} candidate regexes "
+            f"(S1 = {s.speaker_probability:.2f} over {s.n_candidates} candidate examples).")
