@@ -58,7 +58,7 @@ def main(argv: list[str] | None = None) -> None:
 
     from PIL import Image
 
-    from apps.tag2text.checkpoint import write_tiny_checkpoint
+    from tests.fixtures.tiny_tag2text import write_tiny_checkpoint
 
     work = Path(tempfile.mkdtemp(prefix="demohub-load-"))
     write_tiny_checkpoint(work / "ckpts" / "tag2text" / "tag2text-swin-14m")

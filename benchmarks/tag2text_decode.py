@@ -26,9 +26,10 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from apps.tag2text.config import BertSize, Tag2TextConfig  # noqa: E402
-from apps.tag2text.model import build_model, init_random  # noqa: E402
+from apps.tag2text.model import build_model  # noqa: E402
 from apps.tag2text.pipeline import Tag2TextPipeline  # noqa: E402
 from benchmarks.common import median_time  # noqa: E402
+from tests.fixtures.tiny_tag2text import init_random  # noqa: E402
 
 SMALL = Tag2TextConfig(
     embed_dim=64, depths=(2, 2, 6, 2), num_heads=(2, 4, 8, 16),
@@ -73,7 +74,7 @@ def main(argv: list[str] | None = None) -> None:
                                                  lambda: pipe.caption(embeds, tags, use_cache=True), args.repeats)
 
         def tag(batch):
-            return lambda: pipe.model.tag_logits(pipe.model.visual_encoder(pipe.pixel_values(images[:batch])))
+            return lambda: pipe.model(pipe.pixel_values(images[:batch]))
 
         t_tag1 = median_time(tag(1), args.repeats, warmup=True)
         t_tag8 = median_time(tag(8), args.repeats, warmup=True)

@@ -29,5 +29,6 @@ DEMO = Demo(
     ),
     pipeline="apps.tag2text.pipeline:Tag2TextPipeline",
     page="apps.tag2text.page",
+    embed_height=1750,
     requirements=("transformers>=4.50",),
 )

@@ -52,28 +52,32 @@ class BertSelfAttention(nn.Module):
         self.value = nn.Linear(kv_width, cfg.hidden_size)
 
     def heads(self, x: torch.Tensor) -> torch.Tensor:
+        """(B, T, hidden) -> (B, heads, T, head_size)."""
         return x.view(x.shape[0], x.shape[1], self.num_heads, self.head_size).transpose(1, 2)
 
     def key_value(self, source: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """(B, S, kv_width) -> keys and values, each (B, heads, S, head_size)."""
         return self.heads(self.key(source)), self.heads(self.value(source))
 
     def forward(self, hidden, bias=None, kv_source=None, past=None, kv=None):
         """Attend from ``hidden`` to ``kv_source`` (itself when None) or to precomputed ``kv``.
 
-        Returns (context, (keys, values)); with ``past`` the new keys/values are appended to it.
+        Shapes: ``hidden`` (B, T, hidden); ``kv_source`` (B, S, kv_width); ``past`` and ``kv`` hold (B, heads, S,
+        head_size) pairs; ``bias`` broadcasts to (B, heads, T, S). Returns (context (B, T, hidden), (keys, values));
+        with ``past`` the new keys/values are appended to it along S.
         """
         if kv is None:
-            k, v = self.key_value(hidden if kv_source is None else kv_source)
+            k, v = self.key_value(hidden if kv_source is None else kv_source)  # (B, heads, S, head_size)
             if past is not None:
-                k, v = torch.cat([past[0], k], dim=2), torch.cat([past[1], v], dim=2)
+                k, v = torch.cat([past[0], k], dim=2), torch.cat([past[1], v], dim=2)  # S = past + T
         else:
             k, v = kv
-        q = self.heads(self.query(hidden))
-        scores = q @ k.transpose(-1, -2) / math.sqrt(self.head_size)
+        q = self.heads(self.query(hidden))  # (B, heads, T, head_size)
+        scores = q @ k.transpose(-1, -2) / math.sqrt(self.head_size)  # (B, heads, T, S)
         if bias is not None:
             scores = scores + bias
-        ctx = scores.softmax(-1) @ v
-        return ctx.transpose(1, 2).reshape(hidden.shape[0], hidden.shape[1], -1), (k, v)
+        ctx = scores.softmax(-1) @ v  # (B, heads, T, head_size)
+        return ctx.transpose(1, 2).reshape(hidden.shape[0], hidden.shape[1], -1), (k, v)  # (B, T, hidden)
 
 
 class BertSelfOutput(nn.Module):
@@ -173,6 +177,7 @@ class TaggingHead(nn.Module):
         self.encoder = BertEncoder(cfg, encoder_width, self_attention=False)
 
     def forward(self, queries: torch.Tensor, image_embeds: torch.Tensor) -> torch.Tensor:
+        """(B, num_tags, hidden) label queries, (B, T, vision_width) image tokens -> (B, num_tags, hidden)."""
         return self.encoder(queries, encoder_states=image_embeds)[0]
 
 
@@ -233,12 +238,12 @@ class BertLMHeadModel(nn.Module):
         Cross-attention uses ``cross_kv`` (cached) or projects ``encoder_states`` afresh; ``past=None`` runs the whole
         prefix.
         """
-        past_length = 0 if past is None else past[0][0].shape[2]
-        hidden = self.bert.embeddings(input_ids, past_length)
+        past_length = 0 if past is None else past[0][0].shape[2]  # past: per layer (B, heads, P, head_size) pairs
+        hidden = self.bert.embeddings(input_ids, past_length)  # (B, T, hidden)
         t = input_ids.shape[1]
         bias = None
         if t > 1:  # causal mask over the new positions (a single new token may see everything before it)
             causal = torch.ones(t, past_length + t, dtype=torch.bool, device=input_ids.device).tril(past_length)
             bias = torch.zeros(causal.shape, dtype=hidden.dtype, device=hidden.device).masked_fill(~causal, MASKED)
         hidden, presents = self.bert.encoder(hidden, bias, encoder_states, past=past, cross_kv=cross_kv)
-        return self.cls(hidden[:, -1]), presents
+        return self.cls(hidden[:, -1]), presents  # (B, vocab) logits of the last position

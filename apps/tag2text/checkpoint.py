@@ -1,4 +1,4 @@
-"""Reading the official checkpoint, converting it once to fp16 safetensors, and writing tiny checkpoints for tests.
+"""Reading the official checkpoint and converting it once to fp16 safetensors.
 
 The official ``tag2text_swin_14m.pth`` (4.48 GB) is a training pickle: the weights under ``model`` plus, very
 likely, optimizer state. It is read with ``torch.load(weights_only=True, mmap=True)``; only tensors under ``model``
@@ -19,8 +19,8 @@ import torch
 from safetensors import SafetensorError, safe_open
 from safetensors.torch import load_file
 
-from apps.tag2text.config import CONFIG_NAME, Tag2TextConfig, tiny_config
-from apps.tag2text.model import Tag2Text, build_model, init_random
+from apps.tag2text.config import Tag2TextConfig
+from apps.tag2text.model import Tag2Text, build_model
 from apps.tag2text.swin import interpolate_bias_table
 from shared.checkpoints import load_torch_state, save_safetensors
 from shared.errors import WeightsUnavailable
@@ -156,28 +156,3 @@ def load_model(path: str | os.PathLike, device="cpu", dtype=torch.float32) -> tu
     model.load_state_dict(state, strict=False)  # buffers are recomputed, aliases share storage with canonicals
     return model.to(device=device, dtype=dtype).eval(), read_from
 
-
-def write_tiny_checkpoint(folder: str | os.PathLike, config: Tag2TextConfig | None = None, seed: int = 0,
-                          std: float = 0.2) -> Path:
-    """A tiny random Tag2Text in the official file layout: ``{'model': state_dict, ...}`` with official keys
-    (``vision_multi.*``, buffers, tied tensors under both names) plus training leftovers, and its ``config.json``.
-    """
-    config = config or tiny_config()
-    folder = Path(folder)
-    folder.mkdir(parents=True, exist_ok=True)
-    model = init_random(build_model(config), seed=seed, std=std)
-    with torch.no_grad():  # spread the tag biases so that some tags pass the threshold and some do not
-        gen = torch.Generator().manual_seed(seed)
-        model.fc.b.copy_(torch.linspace(-2.0, 2.0, config.num_tags)[torch.randperm(config.num_tags, generator=gen)])
-    state = {}
-    for key, value in model.state_dict().items():
-        if key.startswith("tagging_head."):
-            key = "vision_multi." + key[len("tagging_head."):]
-        state[key] = value
-    first = next(iter(state.values()))
-    leftovers = {"optimizer": {"state": {0: {"step": torch.tensor(1.0), "exp_avg": torch.zeros_like(first)}},
-                               "param_groups": [{"lr": 1e-4, "params": [0]}]},
-                 "epoch": 1, "config": {"image_size": config.image_size}}
-    torch.save({"model": state, **leftovers}, folder / CHECKPOINT_NAME)
-    (folder / CONFIG_NAME).write_text(config.to_json(), encoding="utf-8")
-    return folder / CHECKPOINT_NAME

@@ -1,9 +1,9 @@
-"""Tag2Text sizes and inference defaults: the official full-size config, a tiny one for tests, JSON round trip."""
+"""Tag2Text sizes and inference defaults: the official full-size config and its JSON round trip."""
 
 from __future__ import annotations
 
 import json
-from dataclasses import asdict, dataclass, field, fields, replace
+from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 
 ASSETS = Path(__file__).resolve().parent / "assets"
@@ -92,14 +92,3 @@ class Tag2TextConfig:
         path = Path(folder) / CONFIG_NAME
         return cls.from_json(path.read_text(encoding="utf-8")) if path.is_file() else cls()
 
-
-def tiny_config(**overrides) -> Tag2TextConfig:
-    """A few-MB model with every official feature: shifted and unshifted windows, tied layers, special thresholds."""
-    tags = official_tag_list()[:24]
-    base = Tag2TextConfig(
-        image_size=64, embed_dim=16, depths=(2, 2, 2), num_heads=(2, 2, 4), window_size=4,
-        text=BertSize(hidden_size=32, num_hidden_layers=2, num_attention_heads=2, intermediate_size=64),
-        tagging=BertSize(hidden_size=32, num_hidden_layers=2, num_attention_heads=4, intermediate_size=64),
-        tags=tags, class_thresholds={3: 0.7, 5: 0.7}, delete_tag_index=(1, 7), max_length=20, min_length=8,
-    )
-    return replace(base, **overrides)

@@ -52,13 +52,13 @@ def beam_search(
     eos_token_id: int,
     pad_token_id: int = 0,
     use_cache: bool = True,
-    on_step: Callable[[int, int], None] | None = None,
+    callback: Callable[[int, int], None] | None = None,
 ) -> list[list[int]]:
     """Token ids (prompt included, [SEP] excluded) of the best caption for each row of ``encoder_states``.
 
     ``use_cache=False`` re-runs the whole prefix and re-projects the cross-attention keys/values at every step
     (what the official code does under current transformers); it exists to measure the cache and to test that
-    both give the same captions.
+    both give the same captions. ``callback(step, total)`` follows each step (``total`` = max_length - prompt).
     """
     batch, device = encoder_states.shape[0], encoder_states.device
     if use_cache:  # cross-attention keys/values depend only on the tag encoding: project them once
@@ -110,8 +110,8 @@ def beam_search(
         beam_scores = next_scores.view(-1)
         ids = torch.cat([ids[rows], next_tokens.view(-1, 1)], dim=1)
         past = [(k[rows], v[rows]) for k, v in presents] if use_cache else None
-        if on_step is not None:
-            on_step(ids.shape[1] - prompt_len, total_steps)
+        if callback is not None:
+            callback(ids.shape[1] - prompt_len, total_steps)
         if all(done) or ids.shape[1] >= max_length:
             break
     for b in range(batch):

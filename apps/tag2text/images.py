@@ -6,12 +6,13 @@ Deliberate differences, all for inputs the official code mishandles: EXIF orient
 composited on white (the official ``convert("RGB")`` shows whatever colour hides under transparent pixels), and
 16-bit images are scaled to 8 bits instead of clipped.
 
-Uploads are read in two steps, so that no limit depends on decoding anything. ``scan_images`` reads headers only
-(an image file's header; a zip's central directory, then each member's header): the size of a zip's directory
-(``MAX_ZIP_DIRECTORY_BYTES``), the number of images (``MAX_BATCH``), each file's size (``MAX_FILE_BYTES``), the
-metadata read to find an image's size (``HEADER_BYTES``), each image's pixels (``MAX_PIXELS``, ``MIN_SIDE``) and the
-pixels of the whole request (``MAX_TOTAL_PIXELS``) are all checked there. ``ImageBatch.decode`` then decodes one
-image at a time. Only the decoders in ``FORMATS`` are reachable, whatever a file is named.
+Inputs are read in two steps, so that no limit depends on decoding anything. ``scan_images`` reads headers only
+(an image file's or bytes' header; a zip's central directory, then each member's header; a PIL image's or array's
+size): the size of a zip's directory (``MAX_ZIP_DIRECTORY_BYTES``), the number of images (``MAX_BATCH``), each
+file's size (``MAX_FILE_BYTES``), the metadata read to find an image's size (``HEADER_BYTES``), each image's pixels
+(``MAX_PIXELS``, ``MIN_SIDE``) and the pixels of the whole request (``MAX_TOTAL_PIXELS``) are all checked there.
+``ImageBatch.decode`` then decodes one image at a time. Only the decoders in ``FORMATS`` are reachable, whatever a
+file is named.
 
 Large images are reduced while decoding, since the model only sees 384×384 (``reduction_factors``): by one integer
 factor for both sides, keeping the aspect ratio, chosen so that every side stays at least 768 pixels
@@ -82,15 +83,16 @@ _ZIP_ERRORS = (zipfile.BadZipFile, RuntimeError, NotImplementedError, OSError, E
 class NamedImage:
     name: str
     image: Image.Image
+    index: int = 0  # its position in the scanned batch (``ImageBatch.images``)
 
 
 @dataclass(frozen=True)
 class ScannedImage:
-    """One image of an upload, known from its header only."""
+    """One image of the input, known from its header only."""
 
-    name: str  # as shown to the person: the file name, or the member's path inside its zip
-    path: Path  # the uploaded image file, or the zip archive holding it
-    member: zipfile.ZipInfo | None  # the zip member; None for an uploaded image file
+    name: str  # as shown to the person: the file name, the member's path inside its zip, or "Image N"
+    source: Any  # the image file's or the zip archive's Path, or the image itself (bytes, PIL image, array)
+    member: zipfile.ZipInfo | None  # the zip member; None for anything else
     size: tuple[int, int]  # (width, height) from the header, as stored (before EXIF rotation)
 
     @property
@@ -114,23 +116,23 @@ class ImageBatch:
 
     def iter_decode(self) -> Iterator[NamedImage]:
         """Decode (and reduce) one image at a time. An unreadable zip member is skipped with a note in ``skipped``;
-        an unreadable uploaded image raises. Raises at the end if no image could be decoded at all."""
+        any other unreadable image raises. Raises at the end if no image could be decoded at all."""
         decoded = 0
         with ExitStack() as stack:
             archives: dict[Path, zipfile.ZipFile] = {}
-            for item in self.images:
+            for index, item in enumerate(self.images):
                 if item.member is None:
-                    image = load_image(item.path, item.name)
+                    image = load_image(item.source, item.name)
                 else:
                     try:
-                        if item.path not in archives:
-                            archives[item.path] = stack.enter_context(_open_zip(item.path))
-                        image = load_image(_read_member(archives[item.path], item.member), item.name)
+                        if item.source not in archives:
+                            archives[item.source] = stack.enter_context(_open_zip(item.source))
+                        image = load_image(_read_member(archives[item.source], item.member), item.name)
                     except UserInputError as error:
                         self.skipped.append(f"{item.name} ({error})")
                         continue
                 decoded += 1
-                yield NamedImage(item.name, image)
+                yield NamedImage(item.name, image, index)
         if not decoded:
             raise _nothing_readable(self.skipped)
 
@@ -139,45 +141,48 @@ class ImageBatch:
         return list(self.iter_decode())
 
 
-def scan_images(paths: Sequence[str | os.PathLike]) -> ImageBatch:
-    """Uploaded files (images and/or zip archives) -> an ``ImageBatch``, reading headers only.
+def scan_images(sources: Sequence[Any]) -> ImageBatch:
+    """Images -> an ``ImageBatch``, reading headers only. A source is an image file or a zip archive of images (a
+    path), an encoded image (bytes), a PIL image or an H×W(×C) array.
 
     Every limit is checked here, before any pixel is decoded: the number of images (zip entries are counted from the
     archive's directory, before any member is read), file sizes, each image's pixels, and the pixels of all images
-    together. Unusable members of a zip are skipped with a note; an unusable uploaded image raises, since the person
+    together. Unusable members of a zip are skipped with a note; any other unusable image raises, since the person
     chose that file on purpose.
     """
-    if not paths:
+    if not sources:
         raise UserInputError("No images were given; upload at least one image or a zip of images.")
-    entries: list[tuple[str, Path, zipfile.ZipInfo | None]] = []
+    entries: list[tuple[str, Any, zipfile.ZipInfo | None]] = []
     skipped: list[str] = []
     images: list[ScannedImage] = []
     with ExitStack() as stack:
         archives: dict[Path, zipfile.ZipFile] = {}
-        for raw in paths:
-            path = Path(raw)
-            if path.suffix.lower() == ".zip":
-                archives[path] = stack.enter_context(_open_zip(path))
-                entries += _zip_entries(archives[path], path, skipped)
+        for position, source in enumerate(sources):
+            if isinstance(source, (str, os.PathLike)):
+                path = Path(source)
+                if path.suffix.lower() == ".zip":
+                    archives[path] = stack.enter_context(_open_zip(path))
+                    entries += _zip_entries(archives[path], path, skipped)
+                else:
+                    _check_file(path, path.name)
+                    entries.append((path.name, path, None))
             else:
-                _check_file(path, path.name)
-                entries.append((path.name, path, None))
+                entries.append((f"Image {position + 1}", source, None))
         if len(entries) > MAX_BATCH:  # counted from names alone: no member has been read yet
             raise UserInputError(f"At most {MAX_BATCH} images per batch, and this upload holds {len(entries)}; "
                                  "split it into smaller batches.")
-        for name, path, member in entries:
+        for name, source, member in entries:
             if member is None:
-                with open(path, "rb") as fp:
-                    size = _header_size(fp, name)
+                size = _source_size(source, name)
                 _check_pixels(size, name)
             else:
                 try:
-                    size = _member_header_size(archives[path], member, name)
+                    size = _member_header_size(archives[source], member, name)
                     _check_pixels(size, name)
                 except UserInputError as error:
                     skipped.append(f"{name} ({error})")
                     continue
-            images.append(ScannedImage(name, path, member, size))
+            images.append(ScannedImage(name, source, member, size))
     if not images:
         raise _nothing_readable(skipped)
     total = sum(im.pixels for im in images)
@@ -212,31 +217,6 @@ def load_image(source: Any, name: str = "The image", *, reduce: bool = True) -> 
             image.close()
 
 
-def load_images(sources: Sequence[Any], names: Sequence[str], *, reduce: bool = True) -> list[Image.Image]:
-    """Several image-like inputs -> RGB images, checking every header and ``MAX_TOTAL_PIXELS`` before decoding any.
-
-    For callers that hold paths, bytes, PIL images or arrays rather than uploads (the pipeline); unlike
-    ``scan_images`` any unreadable input raises.
-    """
-    if len(sources) > MAX_BATCH:
-        raise UserInputError(f"At most {MAX_BATCH} images per call, and {len(sources)} were given; "
-                             "split them into smaller batches.")
-    total = 0
-    for source, name in zip(sources, names, strict=True):
-        if isinstance(source, Image.Image) or (isinstance(source, np.ndarray) and source.ndim in (2, 3)):
-            size = source.size if isinstance(source, Image.Image) else (source.shape[1], source.shape[0])
-        else:
-            image, ours = _open(source, name)
-            size = image.size
-            if ours:
-                image.close()
-        _check_pixels(size, name)
-        total += size[0] * size[1]
-    if total > MAX_TOTAL_PIXELS:
-        raise UserInputError(_too_many_pixels(len(sources), total))
-    return [load_image(source, name, reduce=reduce) for source, name in zip(sources, names, strict=True)]
-
-
 def preprocess(images: list[Image.Image], size: int) -> np.ndarray:
     """RGB PIL images -> (B, 3, size, size) float32, squash-resized (bilinear) and ImageNet-normalised."""
     batch = [np.asarray(im.resize((size, size), Image.BILINEAR), dtype=np.float32) / 255.0 for im in images]
@@ -265,11 +245,7 @@ def reduction_factors(size: tuple[int, int]) -> tuple[int, int]:
 def _check_file(path: Path, name: str) -> None:
     if not path.is_file():
         raise UserInputError(f"{name}: the file was not found; upload it again.")
-    size = path.stat().st_size
-    if size > MAX_FILE_BYTES:
-        raise UserInputError(f"{name} is larger than {MAX_FILE_BYTES // 2**20} MB; upload a smaller image.")
-    if size == 0:
-        raise UserInputError(_empty(name))
+    _check_bytes(path.stat().st_size, name)
 
 
 def _open_image(fp: Any, name: str) -> Image.Image:
@@ -296,17 +272,10 @@ def _open(source: Any, name: str) -> tuple[Image.Image, bool]:
         _check_file(path, name)
         return _open_image(path, name), True
     if isinstance(source, (bytes, bytearray)):
-        if not source:
-            raise UserInputError(_empty(name))
-        if len(source) > MAX_FILE_BYTES:
-            raise UserInputError(f"{name} is larger than {MAX_FILE_BYTES // 2**20} MB; upload a smaller image.")
+        _check_bytes(len(source), name)
         return _open_image(io.BytesIO(source), name), True
     if isinstance(source, np.ndarray):
-        array = source
-        if array.ndim == 3 and array.shape[-1] == 1:
-            array = array[..., 0]
-        if array.ndim not in (2, 3) or (array.ndim == 3 and array.shape[-1] not in (3, 4)):
-            raise UserInputError(f"{name} has shape {array.shape}; give an H×W, H×W×3 or H×W×4 image array.")
+        array = _image_array(source, name)
         _check_pixels((array.shape[1], array.shape[0]), name)
         if array.dtype != np.uint8:
             scale = 255.0 if array.dtype.kind == "f" and array.max(initial=0) <= 1.0 else 1.0
@@ -314,7 +283,44 @@ def _open(source: Any, name: str) -> tuple[Image.Image, bool]:
         return Image.fromarray(array), False
     if isinstance(source, Image.Image):
         return source, False
-    raise UserInputError(f"{name} is a {type(source).__name__}; give an image file, a PIL image or a numpy array.")
+    raise _not_an_image_type(source, name)
+
+
+def _source_size(source: Any, name: str) -> tuple[int, int]:
+    """(width, height) of an image file, bytes, PIL image or array, from its header or shape: nothing decoded."""
+    if isinstance(source, Path):  # already checked by ``_check_file``
+        with open(source, "rb") as fp:
+            return _header_size(fp, name)
+    if isinstance(source, (bytes, bytearray)):
+        _check_bytes(len(source), name)
+        return _header_size(io.BytesIO(source), name)
+    if isinstance(source, Image.Image):
+        return source.size
+    if isinstance(source, np.ndarray):
+        array = _image_array(source, name)
+        return array.shape[1], array.shape[0]
+    raise _not_an_image_type(source, name)
+
+
+def _check_bytes(size: int, name: str) -> None:
+    """An image file (or encoded image) of ``size`` bytes: not empty, at most ``MAX_FILE_BYTES``."""
+    if size > MAX_FILE_BYTES:
+        raise UserInputError(f"{name} is larger than {MAX_FILE_BYTES // 2**20} MB; upload a smaller image.")
+    if size == 0:
+        raise UserInputError(_empty(name))
+
+
+def _image_array(array: np.ndarray, name: str) -> np.ndarray:
+    """An H×W, H×W×3 or H×W×4 array (H×W×1 squeezed to H×W); ``UserInputError`` for any other shape."""
+    if array.ndim == 3 and array.shape[-1] == 1:
+        array = array[..., 0]
+    if array.ndim not in (2, 3) or (array.ndim == 3 and array.shape[-1] not in (3, 4)):
+        raise UserInputError(f"{name} has shape {array.shape}; give an H×W, H×W×3 or H×W×4 image array.")
+    return array
+
+
+def _not_an_image_type(source: Any, name: str) -> UserInputError:
+    return UserInputError(f"{name} is a {type(source).__name__}; give an image file, a PIL image or a numpy array.")
 
 
 def _check_pixels(size: tuple[int, int], name: str) -> None:

@@ -34,7 +34,7 @@ class GroupWiseLinear(nn.Module):
         self.b = nn.Parameter(torch.zeros(1, num_class))
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return (self.W * x).sum(-1) + self.b
+        return (self.W * x).sum(-1) + self.b  # (B, num_class, hidden) -> (B, num_class)
 
 
 class Tag2Text(nn.Module):
@@ -78,12 +78,22 @@ class Tag2Text(nn.Module):
             if module is not self and hasattr(module, "reset_buffers"):
                 module.reset_buffers()
 
+    def forward(self, pixel_values: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """(B, 3, S, S) normalised pixels -> (tag_logits (B, num_tags), image_embeds (B, T, vision_width)).
+
+        T = 1 + the last Swin stage's tokens (145 = 1 + 12² for the official 384 px model); the tag encoder
+        cross-attends to these image tokens when captioning (``encode_tags``).
+        """
+        image_embeds = self.visual_encoder(pixel_values)
+        return self.tag_logits(image_embeds), image_embeds
+
     def tag_logits(self, image_embeds: torch.Tensor) -> torch.Tensor:
         """(B, T, vision_width) image tokens -> (B, num_tags) logits."""
-        queries = self.label_embed.weight.unsqueeze(0).expand(image_embeds.shape[0], -1, -1)
-        return self.fc(self.tagging_head(queries, image_embeds))
+        queries = self.label_embed.weight.unsqueeze(0).expand(image_embeds.shape[0], -1, -1)  # (B, num_tags, hidden)
+        return self.fc(self.tagging_head(queries, image_embeds))  # (B, num_tags, hidden) -> (B, num_tags)
 
     def encode_tags(self, input_ids, attention_mask, image_embeds) -> torch.Tensor:
+        """(B, L) tag-text tokens cross-attending to (B, T, vision_width) image tokens -> (B, L, hidden)."""
         return self.tag_encoder(input_ids, attention_mask, image_embeds)
 
 
@@ -97,17 +107,3 @@ def build_model(config: Tag2TextConfig, device: str | torch.device = "cpu", dtyp
     model.reset_buffers()
     return model.eval()
 
-
-def init_random(model: Tag2Text, seed: int = 0, std: float = 0.02) -> Tag2Text:
-    """BERT/Swin-style random weights (normal(0, std) matrices, zero biases, unit LayerNorms), seeded."""
-    gen = torch.Generator().manual_seed(seed)
-    norms = {id(m.weight) for m in model.modules() if isinstance(m, nn.LayerNorm)}
-    with torch.no_grad():
-        for name, param in model.named_parameters():
-            if id(param) in norms:
-                param.fill_(1.0)
-            elif name.endswith("bias") and param.ndim == 1:
-                param.zero_()
-            else:
-                param.copy_(torch.randn(param.shape, generator=gen) * std)
-    return model

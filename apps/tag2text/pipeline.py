@@ -3,30 +3,39 @@
 UI-free; the page, the CLI and the tests call this. Fixes relative to the official code: the threshold is
 honoured per call (upstream's setter is ignored), each image in a batch gets its own caption (upstream gives
 every image image 0's caption under transformers >= 4.28), and decoding uses a KV cache.
+
+One call, one output: ``pipe(images, threshold, user_tags)`` takes one image or a list of them (image files, zip
+archives of images, encoded bytes, PIL images or arrays) and returns one ``Tag2TextOutput``: ``results`` holds one
+``Tag2TextImageResult`` per image read, in input order (a single image is ``out.results[0]``), and ``skipped`` notes
+the zip members that could not be read. The page's API endpoints ``tag_image`` and ``tag_batch`` both answer
+``out.to_dict()``.
 """
 
 from __future__ import annotations
 
 import math
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 import torch
+from PIL import Image
 
 from apps.tag2text.checkpoint import load_model
-from apps.tag2text.config import VOCAB_FILE, Tag2TextConfig
+from apps.tag2text.config import OFFICIAL_THRESHOLD, VOCAB_FILE, Tag2TextConfig
 from apps.tag2text.decoding import beam_search
-from apps.tag2text.images import MAX_BATCH, load_images, preprocess
+from apps.tag2text.images import ImageBatch, NamedImage, preprocess, scan_images
 from apps.tag2text.model import Tag2Text
 from shared.errors import UserInputError
+from shared.pipeline import Callback, Pipeline, PipelineOutput
 from shared.validation import check_text
 
 DEC, ENC = "[DEC]", "[ENC]"
 NO_TAGS = {"", "none"}  # upstream treats '', 'none' and 'None' as "no user tags"
+MAX_USER_TAG_CHARS = 1000  # one image's comma-separated tags
 
 
 @dataclass(frozen=True)
@@ -35,52 +44,62 @@ class Tag:
     name: str
     score: float
 
+    def to_dict(self) -> dict[str, Any]:
+        return {"index": self.index, "name": self.name, "score": round(self.score, 4)}
 
-@dataclass
-class Tag2TextResult:
+
+@dataclass(frozen=True)
+class Tag2TextImageResult:
     """One image's result. ``tags`` are in tag-index order (as upstream), deleted tags removed."""
 
-    tags: list[Tag]
+    name: str  # the file name, the member's path inside its zip, or "Image N"
+    tags: tuple[Tag, ...]
     caption: str
-    user_tags: list[str]
-    caption_tags: list[str]
-    scores: list[float] = field(repr=False)
-    threshold: float
+    user_tags: tuple[str, ...]
+    caption_tags: tuple[str, ...]  # what the caption was guided by: the user's tags if any, else the shown tags
+    scores: tuple[float, ...] = field(repr=False)  # every tag's score, by tag index (left out of to_dict)
 
     @property
-    def tag_names(self) -> list[str]:
-        return [t.name for t in self.tags]
+    def tag_names(self) -> tuple[str, ...]:
+        return tuple(t.name for t in self.tags)
 
     @property
     def tag_text(self) -> str:
         return " | ".join(self.tag_names)
 
     def to_dict(self) -> dict[str, Any]:
-        """JSON-ready summary (shown tags with scores; the full score list is left out)."""
-        return {"tags": [{"index": t.index, "name": t.name, "score": round(t.score, 4)} for t in self.tags],
-                "caption": self.caption, "user_tags": self.user_tags, "caption_tags": self.caption_tags,
-                "threshold": self.threshold}
+        """JSON-ready: the shown tags with scores rounded to 4 places; the full score list is left out."""
+        return {"name": self.name, "tags": [t.to_dict() for t in self.tags], "caption": self.caption,
+                "user_tags": list(self.user_tags), "caption_tags": list(self.caption_tags)}
 
 
-def parse_user_tags(text: str | Sequence[str] | None) -> list[str]:
-    """"dog, red car" -> ["dog", "red car"]; None / "" / "none" -> [] (upstream splits on commas)."""
-    if text is None:
+@dataclass(frozen=True)
+class Tag2TextOutput(PipelineOutput):
+    results: tuple[Tag2TextImageResult, ...]  # one per image read, in input order
+    threshold: float  # the base threshold used (per-class thresholds of the config stay on top)
+    skipped: tuple[str, ...] = ()  # a note per zip member left out
+
+
+class Tag2TextInputs(NamedTuple):
+    """What ``check_inputs`` returns: the images as scanned (headers only), the threshold, each image's user tags."""
+
+    batch: ImageBatch
+    threshold: float
+    user_tags: tuple[tuple[str, ...], ...]
+
+
+def parse_user_tags(text: str | None) -> list[str]:
+    """"dog, red car" -> ["dog", "red car"]; None / "" / "none" -> [] (upstream splits on commas). No checks here:
+    ``Tag2TextPipeline.check_inputs`` checks the text first."""
+    if text is None or text.strip().lower() in NO_TAGS:
         return []
-    if not isinstance(text, str):
-        return [t for item in text for t in parse_user_tags(item)]
-    if text.strip().lower() in NO_TAGS:
-        return []
-    if len(text) > 1000:
-        raise UserInputError("Your tags are over 1,000 characters; give a few comma-separated tags instead.")
-    check_text(text, "Your tags", 1000)
     return [t.strip() for t in text.split(",") if t.strip()]
 
 
 def class_thresholds(config: Tag2TextConfig, threshold: float | None = None) -> torch.Tensor:
-    """Per-tag thresholds: ``threshold`` (default 0.68) with the config's per-class ones (person/man/woman 0.7) on
-    top, exactly as the official constructor builds them."""
-    base = config.threshold if threshold is None else _check_threshold(threshold)
-    thresholds = torch.full((config.num_tags,), float(base))
+    """Per-tag thresholds: ``threshold`` (default: the config's 0.68) with the config's per-class ones
+    (person/man/woman 0.7) on top, exactly as the official constructor builds them."""
+    thresholds = torch.full((config.num_tags,), float(config.threshold if threshold is None else threshold))
     for index, value in config.class_thresholds.items():
         thresholds[index] = value
     return thresholds
@@ -96,9 +115,13 @@ def load_tokenizer(vocab_file: Path = VOCAB_FILE):
     return tokenizer
 
 
-class Tag2TextPipeline:
-    def __init__(self, model: Tag2Text, tokenizer=None, weights_file: Path | None = None, batch_size: int = 8):
-        self.model = model.eval()
+class Tag2TextPipeline(Pipeline):
+    output_class = Tag2TextOutput
+
+    def __init__(self, model: Tag2Text, tokenizer=None, *, device: str | torch.device = "cpu",
+                 dtype: torch.dtype = torch.float32, weights_file: Path | None = None, batch_size: int = 8):
+        self.device, self.dtype = torch.device(device), dtype
+        self.model = model.to(device=self.device, dtype=dtype).eval()
         self.batch_size = batch_size  # images per forward pass: bounds memory for big uploads
         self.config: Tag2TextConfig = model.config
         self.tokenizer = tokenizer or load_tokenizer()
@@ -108,63 +131,91 @@ class Tag2TextPipeline:
         self.prompt_ids = [self.tokenizer.convert_tokens_to_ids(DEC), *prompt[1:]]
 
     @classmethod
-    def from_pretrained(cls, path: str | os.PathLike, device: str | None = None, dtype=None) -> Tag2TextPipeline:
+    def from_pretrained(cls, path: str | os.PathLike, *, device: str | torch.device = "cpu",
+                        dtype: torch.dtype = torch.float32) -> Tag2TextPipeline:
         """Load from a folder holding ``tag2text_swin_14m.pth`` (plus ``config.json`` for non-official sizes)."""
-        device = device or "cpu"
-        model, read_from = load_model(path, device=device, dtype=dtype or torch.float32)
-        return cls(model, weights_file=read_from)
+        model, read_from = load_model(path, device=device, dtype=dtype)
+        return cls(model, device=device, dtype=dtype, weights_file=read_from)
 
-    @property
-    def device(self) -> torch.device:
-        return self.model.fc.W.device
+    @classmethod
+    def check_inputs(cls, images: Any, threshold: Any = None, user_tags: Any = None, *,
+                     config: Tag2TextConfig | None = None) -> Tag2TextInputs:
+        """Every check on a call's inputs, reading image headers only (no weights, no decoding).
 
-    @property
-    def dtype(self) -> torch.dtype:
-        return self.model.fc.W.dtype
-
-    def pixel_values(self, images: Sequence[Any]) -> torch.Tensor:
-        rgb = load_images(images, [_name(im, i) for i, im in enumerate(images)])
-        return torch.from_numpy(preprocess(rgb, self.config.image_size)).to(device=self.device, dtype=self.dtype)
+        ``images``: one image or a list (see the module docstring); ``threshold``: a number in [0, 1] (default: the
+        config's, officially 0.68); ``user_tags``: comma-separated text for all images, or a list with one text (or
+        None) per image. Raises ``UserInputError`` naming the argument; returns ``Tag2TextInputs``.
+        """
+        base = config.threshold if config is not None else OFFICIAL_THRESHOLD
+        threshold = base if threshold is None else _check_threshold(threshold)
+        per_image = isinstance(user_tags, (list, tuple))
+        texts = list(user_tags) if per_image else [user_tags]
+        tags = tuple(tuple(parse_user_tags(_check_user_tags(text))) for text in texts)
+        try:
+            batch = scan_images(_as_list(images))
+        except UserInputError as error:
+            raise UserInputError(str(error), argument="images") from None
+        if per_image and len(tags) != len(batch):
+            raise UserInputError(f"Give one tag list per image: {len(tags)} tag lists for {len(batch)} images.",
+                                 argument="user_tags")
+        return Tag2TextInputs(batch, threshold, tags if per_image else tags * len(batch))
 
     @torch.inference_mode()
     def __call__(self, images: Any, threshold: float | None = None, user_tags: str | Sequence[str | None] | None = None,
-                 on_step: Callable[[int, int], None] | None = None) -> list[Tag2TextResult]:
-        """Tag and caption ``images`` (one image or a list: paths, bytes, PIL images or arrays).
+                 *, callback: Callback | None = None) -> Tag2TextOutput:
+        """Tag and caption ``images`` (one image or a list: paths, zips, bytes, PIL images or arrays).
 
         ``threshold`` replaces the default 0.68 for this call; ``user_tags`` (comma-separated text, one for all
-        images or a list with one per image) replace the predicted tags when captioning.
+        images or a list with one per image) replace the predicted tags when captioning. ``callback(step, total)``
+        follows the caption decoding of all images together.
         """
-        images = _as_list(images)
-        if not images:
-            raise UserInputError("No images were given; upload at least one image.")
-        if len(images) > MAX_BATCH:
-            raise UserInputError(f"At most {MAX_BATCH} images per call; split them into smaller batches.")
-        base = self.config.threshold if threshold is None else _check_threshold(threshold)
-        thresholds = class_thresholds(self.config, base)
-        per_image_user_tags = _per_image(user_tags, len(images))
-        rgb = load_images(images, [_name(im, i) for i, im in enumerate(images)])  # all headers checked before decoding
-        results: list[Tag2TextResult] = []
-        for start in range(0, len(rgb), self.batch_size):
-            chunk = slice(start, start + self.batch_size)
-            results += self._run(rgb[chunk], per_image_user_tags[chunk], thresholds, base, on_step)
-        return results
+        inputs = self.check_inputs(images, threshold, user_tags, config=self.config)
+        thresholds = class_thresholds(self.config, inputs.threshold)
+        per_chunk = self.config.max_length - len(self.prompt_ids)  # beam-search steps of one chunk at most
+        progress = _Progress(callback, per_chunk * math.ceil(len(inputs.batch) / self.batch_size))
+        results: list[Tag2TextImageResult] = []
+        chunk: list[NamedImage] = []
 
-    def _run(self, rgb, user_tags, thresholds, base, on_step) -> list[Tag2TextResult]:
-        pixels = torch.from_numpy(preprocess(rgb, self.config.image_size)).to(device=self.device, dtype=self.dtype)
-        image_embeds = self.model.visual_encoder(pixels)
-        probs = torch.sigmoid(self.model.tag_logits(image_embeds).float()).cpu()
+        def run_chunk() -> None:
+            done = len(results) // self.batch_size * per_chunk
+            results.extend(self._tag_and_caption(chunk, [inputs.user_tags[im.index] for im in chunk], thresholds,
+                                                 lambda step, _: progress(done + step)))
+            progress(done + per_chunk)  # the search may stop early: the chunk is done either way
+            chunk.clear()
+
+        for image in inputs.batch.iter_decode():  # one chunk decoded at a time
+            chunk.append(image)
+            if len(chunk) == self.batch_size:
+                run_chunk()
+        if chunk:
+            run_chunk()
+        progress(progress.total)  # zip members skipped while decoding leave fewer chunks than counted
+        return Tag2TextOutput(results=tuple(results), threshold=inputs.threshold, skipped=tuple(inputs.batch.skipped))
+
+    def _tag_and_caption(self, images: list[NamedImage], user_tags: list[tuple[str, ...]], thresholds: torch.Tensor,
+                         callback: Callback | None) -> list[Tag2TextImageResult]:
+        tag_logits, image_embeds = self.model(self._pixels([im.image for im in images]))
+        probs = torch.sigmoid(tag_logits.float()).cpu()  # (B, num_tags)
         chosen = probs > thresholds
         chosen[:, list(self.config.delete_tag_index)] = False  # these tags disturb captioning and are never shown
         names = self.config.tags
         indices = [row.nonzero().flatten().tolist() for row in chosen]
-        caption_tags = [user or [names[i] for i in idx] for user, idx in zip(user_tags, indices, strict=True)]
-        captions = self.caption(image_embeds, caption_tags, on_step=on_step)
+        caption_tags = [list(user) or [names[i] for i in idx] for user, idx in zip(user_tags, indices, strict=True)]
+        captions = self.caption(image_embeds, caption_tags, callback=callback)
         return [
-            Tag2TextResult(tags=[Tag(i, names[i], float(probs[b, i])) for i in indices[b]], caption=captions[b],
-                           user_tags=user_tags[b], caption_tags=caption_tags[b], scores=probs[b].tolist(),
-                           threshold=base)
-            for b in range(len(rgb))
+            Tag2TextImageResult(name=im.name, tags=tuple(Tag(i, names[i], float(probs[b, i])) for i in indices[b]),
+                                caption=captions[b], user_tags=user_tags[b], caption_tags=tuple(caption_tags[b]),
+                                scores=tuple(probs[b].tolist()))
+            for b, im in enumerate(images)
         ]
+
+    def _pixels(self, rgb: list[Image.Image]) -> torch.Tensor:
+        """Decoded RGB images -> (B, 3, S, S) on the pipeline's device, in its dtype."""
+        return torch.from_numpy(preprocess(rgb, self.config.image_size)).to(device=self.device, dtype=self.dtype)
+
+    def pixel_values(self, images: Sequence[Any]) -> torch.Tensor:
+        """Images (anything ``scan_images`` reads) -> the model's (B, 3, S, S) input."""
+        return self._pixels([im.image for im in scan_images(list(images)).decode()])
 
     def encode_tags(self, image_embeds: torch.Tensor, tags: list[list[str]]) -> torch.Tensor:
         """The tag encoder over ' | '-joined tags (40 tokens, first token [ENC]) cross-attending to the image."""
@@ -176,34 +227,52 @@ class Tag2TextPipeline:
 
     @torch.inference_mode()
     def caption(self, image_embeds: torch.Tensor, tags: list[list[str]], use_cache: bool = True,
-                on_step: Callable[[int, int], None] | None = None) -> list[str]:
+                callback: Callback | None = None) -> list[str]:
         c = self.config
         sequences = beam_search(
             self.model.text_decoder, self.encode_tags(image_embeds, tags), self.prompt_ids,
             num_beams=c.num_beams, max_length=c.max_length, min_length=c.min_length,
             eos_token_id=self.tokenizer.sep_token_id, pad_token_id=self.tokenizer.pad_token_id,
-            use_cache=use_cache, on_step=on_step,
+            use_cache=use_cache, callback=callback,
         )
         texts = self.tokenizer.batch_decode(sequences, skip_special_tokens=True)
         return [t[len(c.prompt):] for t in texts]  # as upstream: drop the prompt by its character length
 
-    def memory_bytes(self) -> int:
-        seen, total = set(), 0
-        for t in [*self.model.parameters(), *self.model.buffers()]:
-            if t.data_ptr() not in seen:
-                seen.add(t.data_ptr())
-                total += t.numel() * t.element_size()
-        return total
+
+class _Progress:
+    """``callback(step, total)`` with steps that only ever increase (each step reported once)."""
+
+    def __init__(self, callback: Callback | None, total: int):
+        self.callback, self.total, self.last = callback, total, 0
+
+    def __call__(self, step: int) -> None:
+        if self.callback is not None and step > self.last:
+            self.last = step
+            self.callback(step, self.total)
 
 
 def _check_threshold(value: Any) -> float:
     try:
         value = float(value)
     except (TypeError, ValueError):
-        raise UserInputError(f"The threshold must be a number between 0 and 1, not {value!r}.") from None
+        raise UserInputError(f"The threshold must be a number between 0 and 1, not {value!r}.",
+                             argument="threshold") from None
     if math.isnan(value) or not 0.0 <= value <= 1.0:
-        raise UserInputError(f"The threshold must be between 0 and 1 (you gave {value}); 0.68 is the official default.")
+        raise UserInputError(f"The threshold must be between 0 and 1 (you gave {value}); 0.68 is the official default.",
+                             argument="threshold")
     return value
+
+
+def _check_user_tags(text: Any) -> str | None:
+    if text is None:
+        return None
+    if isinstance(text, str) and len(text) > MAX_USER_TAG_CHARS:
+        raise UserInputError(f"Your tags are over {MAX_USER_TAG_CHARS:,} characters; give a few comma-separated tags "
+                             "instead.", argument="user_tags")
+    try:
+        return check_text(text, "Your tags", MAX_USER_TAG_CHARS)
+    except UserInputError as error:
+        raise UserInputError(str(error), argument="user_tags") from None
 
 
 def _as_list(images: Any) -> list[Any]:
@@ -214,19 +283,3 @@ def _as_list(images: Any) -> list[Any]:
     if isinstance(images, np.ndarray) and images.ndim == 4:
         return list(images)
     return [images]
-
-
-def _per_image(user_tags, n: int) -> list[list[str]]:
-    if user_tags is None or isinstance(user_tags, str):
-        tags = parse_user_tags(user_tags)
-        return [tags] * n
-    user_tags = list(user_tags)
-    if len(user_tags) != n:
-        raise UserInputError(f"Give one tag list per image: {len(user_tags)} tag lists for {n} images.")
-    return [parse_user_tags(t) for t in user_tags]
-
-
-def _name(image: Any, index: int) -> str:
-    if isinstance(image, (str, os.PathLike)):
-        return Path(image).name
-    return f"Image {index + 1}"

@@ -13,12 +13,14 @@ from torch import nn
 
 
 def window_partition(x: torch.Tensor, ws: int) -> torch.Tensor:
+    """(B, H, W, C) -> (B * H/ws * W/ws, ws*ws, C): non-overlapping ws x ws windows, row-major."""
     b, h, w, c = x.shape
     x = x.view(b, h // ws, ws, w // ws, ws, c).permute(0, 1, 3, 2, 4, 5)
     return x.reshape(-1, ws * ws, c)
 
 
 def window_reverse(windows: torch.Tensor, ws: int, h: int, w: int) -> torch.Tensor:
+    """(B * h/ws * w/ws, ws*ws, C) -> (B, h, w, C): the inverse of ``window_partition``."""
     c = windows.shape[-1]
     x = windows.view(-1, h // ws, w // ws, ws, ws, c).permute(0, 1, 3, 2, 4, 5)
     return x.reshape(-1, h, w, c)
@@ -68,16 +70,18 @@ class WindowAttention(nn.Module):
         self.relative_position_index = relative_position_index(self.window_size).to(self.qkv.weight.device)
 
     def forward(self, x: torch.Tensor, mask: torch.Tensor | None) -> torch.Tensor:
+        """(B*nW, N, C) tokens of nW windows per image (N = window_size^2) -> (B*nW, N, C); ``mask`` (nW, N, N)."""
         bw, n, c = x.shape
+        # (B*nW, N, 3C) -> 3 x (B*nW, heads, N, head_dim)
         q, k, v = self.qkv(x).reshape(bw, n, 3, self.num_heads, c // self.num_heads).permute(2, 0, 3, 1, 4)
-        attn = (q * self.scale) @ k.transpose(-2, -1)
-        bias = self.relative_position_bias_table[self.relative_position_index.view(-1)].view(n, n, -1)
-        attn = attn + bias.permute(2, 0, 1).unsqueeze(0)
-        if mask is not None:
+        attn = (q * self.scale) @ k.transpose(-2, -1)  # (B*nW, heads, N, N)
+        bias = self.relative_position_bias_table[self.relative_position_index.view(-1)].view(n, n, -1)  # (N, N, heads)
+        attn = attn + bias.permute(2, 0, 1).unsqueeze(0)  # + (1, heads, N, N)
+        if mask is not None:  # shifted windows: -100 between tokens from different image regions
             nw = mask.shape[0]
             attn = attn.view(bw // nw, nw, self.num_heads, n, n) + mask[None, :, None].to(attn.dtype)
             attn = attn.view(bw, self.num_heads, n, n)
-        x = (attn.softmax(-1) @ v).transpose(1, 2).reshape(bw, n, c)
+        x = (attn.softmax(-1) @ v).transpose(1, 2).reshape(bw, n, c)  # (B*nW, heads, N, head_dim) -> (B*nW, N, C)
         return self.proj(x)
 
 
@@ -111,11 +115,13 @@ class SwinTransformerBlock(nn.Module):
             self.attn_mask = self._mask().to(self.norm1.weight.device)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
+        """(B, r*r, C) tokens of an r x r feature map -> (B, r*r, C)."""
         b, _, c = x.shape
         r, ws, s = self.resolution, self.window_size, self.shift_size
         h = self.norm1(x).view(b, r, r, c)
         if s:
             h = torch.roll(h, shifts=(-s, -s), dims=(1, 2))
+        # (B, r, r, C) -> (B*nW, ws*ws, C) windows -> attention within each window -> (B, r, r, C)
         h = window_reverse(self.attn(window_partition(h, ws), self.attn_mask), ws, r, r)
         if s:
             h = torch.roll(h, shifts=(s, s), dims=(1, 2))
@@ -131,6 +137,7 @@ class PatchMerging(nn.Module):
         self.reduction = nn.Linear(4 * dim, 2 * dim, bias=False)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
+        """(B, r*r, C) -> (B, r/2*r/2, 2C): each 2 x 2 neighbourhood concatenated (4C), normalised, projected."""
         b, _, c = x.shape
         x = x.view(b, self.resolution, self.resolution, c)
         x = torch.cat([x[:, 0::2, 0::2], x[:, 1::2, 0::2], x[:, 0::2, 1::2], x[:, 1::2, 1::2]], dim=-1)
@@ -159,6 +166,7 @@ class PatchEmbed(nn.Module):
         self.norm = nn.LayerNorm(embed_dim)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
+        """(B, 3, S, S) -> (B, (S/patch)^2, embed_dim)."""
         return self.norm(self.proj(x).flatten(2).transpose(1, 2))
 
 
@@ -177,8 +185,10 @@ class SwinTransformer(nn.Module):
         self.norm = nn.LayerNorm(self.num_features)
 
     def forward(self, image: torch.Tensor) -> torch.Tensor:
-        x = self.patch_embed(image)
+        """(B, 3, S, S) -> (B, 1 + R^2, num_features): the mean token, then the last stage's R x R tokens
+        (R = S/32 with the official patch 4 and four stages)."""
+        x = self.patch_embed(image)  # (B, (S/patch)^2, embed_dim)
         for layer in self.layers:
-            x = layer(x)
-        x = self.norm(x)
+            x = layer(x)  # each stage but the last halves the map and doubles the width
+        x = self.norm(x)  # (B, R^2, num_features)
         return torch.cat([x.mean(dim=1, keepdim=True), x], dim=1)

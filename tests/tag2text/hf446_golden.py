@@ -18,7 +18,8 @@ from pathlib import Path
 
 import torch
 
-from apps.tag2text.checkpoint import load_model, write_tiny_checkpoint
+from apps.tag2text.checkpoint import load_model
+from tests.fixtures.tiny_tag2text import write_tiny_checkpoint
 
 GOLDEN = Path(__file__).resolve().parents[1] / "fixtures" / "tag2text_hf446_beams.json"
 PROMPT = [30522, 1037, 3861, 1997]

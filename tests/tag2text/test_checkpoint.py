@@ -15,12 +15,12 @@ from apps.tag2text.checkpoint import (
     converted_candidates,
     load_model,
     read_official,
-    write_tiny_checkpoint,
 )
 from apps.tag2text.config import CONFIG_NAME
 from apps.tag2text.pipeline import Tag2TextPipeline
 from shared import weights
 from shared.errors import WeightsUnavailable
+from tests.fixtures.tiny_tag2text import write_tiny_checkpoint
 
 
 def test_tiny_file_has_official_layout(tiny_dir):
@@ -132,7 +132,7 @@ def test_resolve_from_hf_cache_layout_then_pipeline(tmp_path, monkeypatch, tiny_
     assert folder == snapshot
     pipe = Tag2TextPipeline.from_pretrained(folder)
     assert pipe.weights_file == repo / "demohub-converted" / sha / "tag2text.fp16.safetensors"
-    result = pipe(two_images[0])[0]
+    result = pipe(two_images[0]).results[0]
     assert result.caption and len(result.scores) == 24
 
 
@@ -149,6 +149,6 @@ def test_nowhere_writable_still_loads_from_the_pickle(tmp_path, monkeypatch):
 def test_bfloat16_pipeline_agrees_with_float32(tiny_dir, tiny_pipe, two_images):
     half = Tag2TextPipeline.from_pretrained(tiny_dir, device="cpu", dtype=torch.bfloat16)
     assert half.dtype == torch.bfloat16
-    a, b = half(two_images[1])[0], tiny_pipe(two_images[1])[0]
+    a, b = half(two_images[1]).results[0], tiny_pipe(two_images[1]).results[0]
     assert max(abs(x - y) for x, y in zip(a.scores, b.scores, strict=True)) < 0.05
     assert a.caption

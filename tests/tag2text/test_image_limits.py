@@ -18,7 +18,6 @@ from apps.tag2text.images import (
     MAX_TOTAL_PIXELS,
     collect_images,
     load_image,
-    load_images,
     preprocess,
     scan_images,
 )
@@ -200,14 +199,19 @@ def test_total_pixels_add_up_across_uploaded_files_and_zips(tmp_path, decodes):
     assert decodes == []
 
 
-def test_pipeline_helper_checks_total_pixels_before_decoding(decodes):
+def test_bytes_and_arrays_total_pixels_are_checked_before_decoding(decodes):
     sources = [png_header_only(7000, 7000)] * 6
     with pytest.raises(UserInputError, match="These 6 images have 294 megapixels"):
-        load_images(sources, [f"Image {i + 1}" for i in range(6)])
+        scan_images(sources)
     assert decodes == []
-    pictures = load_images([encoded(Image.new("RGB", (40, 30), (1, 2, 3)), "PNG"), np.zeros((20, 30, 3), np.uint8)],
-                           ["a", "b"])
-    assert [p.size for p in pictures] == [(40, 30), (30, 20)]
+    batch = scan_images([encoded(Image.new("RGB", (40, 30), (1, 2, 3)), "PNG"), np.zeros((20, 30, 3), np.uint8),
+                         Image.new("RGB", (50, 16))])
+    assert [(im.name, im.size) for im in batch.images] == [("Image 1", (40, 30)), ("Image 2", (30, 20)),
+                                                           ("Image 3", (50, 16))]
+    assert decodes == []  # sizes from the PNG header and the array's shape
+    pictures = batch.decode()
+    assert [p.image.size for p in pictures] == [(40, 30), (30, 20), (50, 16)]
+    assert [p.index for p in pictures] == [0, 1, 2]
 
 
 def test_oversized_header_skips_a_zip_member_but_refuses_an_uploaded_file(tmp_path, decodes):

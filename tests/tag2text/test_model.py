@@ -8,9 +8,10 @@ from pathlib import Path
 import pytest
 import torch
 
-from apps.tag2text.config import Tag2TextConfig, tiny_config
-from apps.tag2text.model import Tag2Text, build_model, init_random
+from apps.tag2text.config import Tag2TextConfig
+from apps.tag2text.model import Tag2Text, build_model
 from apps.tag2text.swin import interpolate_bias_table, relative_position_index, shifted_window_mask
+from tests.fixtures.tiny_tag2text import init_random, tiny_config
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 

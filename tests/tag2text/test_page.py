@@ -4,17 +4,15 @@ from __future__ import annotations
 
 import csv
 import json
-import shutil
 import urllib.request
 import zipfile
 
 import gradio as gr
 import pytest
 
-from apps.tag2text import DEMO
-from apps.tag2text.checkpoint import CHECKPOINT_NAME
-from apps.tag2text.config import CONFIG_NAME
-from apps.tag2text.page import Tag2TextPage, build, example_images, tag_chips
+from apps.tag2text import DEMO, actions
+from apps.tag2text.actions import example_images, tag_chips
+from apps.tag2text.page import build
 from apps.tag2text.pipeline import Tag
 from shared.context import DemoContext
 from shared.errors import WeightsUnavailable
@@ -29,18 +27,12 @@ def no_weights(tmp_path, monkeypatch):
     return DemoContext(DEMO, pool=ModelPool(budget_bytes=10**9))
 
 
-@pytest.fixture
-def tiny_ctx(tmp_path, monkeypatch, tiny_dir):
-    """The tiny checkpoint as the registered weight set, found the way the hub finds it (DEMOHUB_CHECKPOINTS)."""
-    folder = tmp_path / "ckpt" / DEMO.id / DEMO.weight_set().name
+def run_batch(ctx, files, threshold, user_tags, folder):
+    """What the page's batch button does: the run, then the table, the CSV/JSON downloads and the note."""
+    output = actions.tag_batch(ctx, files, threshold, user_tags)
     folder.mkdir(parents=True)
-    for name in (CHECKPOINT_NAME, CONFIG_NAME):
-        shutil.copy(tiny_dir / name, folder / name)
-    monkeypatch.setenv("DEMOHUB_CHECKPOINTS", str(tmp_path / "ckpt"))
-    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
-    monkeypatch.setenv("DEMOHUB_DEVICE", "cpu")
-    monkeypatch.setenv("GRADIO_TEMP_DIR", str(tmp_path / "gradio"))
-    return DemoContext(DEMO, pool=ModelPool(budget_bytes=10**9))
+    exports = actions.write_exports(output, folder)
+    return actions.batch_table(output), [str(p) for p in exports], actions.batch_note(output)
 
 
 def test_page_builds_without_weights_and_says_so(no_weights):
@@ -65,7 +57,7 @@ def test_page_builds_without_weights_and_says_so(no_weights):
 
 def test_running_without_weights_is_a_clear_error(no_weights):
     with pytest.raises(WeightsUnavailable, match="demohub download tag2text"):
-        Tag2TextPage(no_weights).tag_image(example_images()[0], 0.68, "")
+        actions.tag_image(no_weights, example_images()[0], 0.68, "")
 
 
 def test_four_drawn_examples_exist():
@@ -73,7 +65,8 @@ def test_four_drawn_examples_exist():
 
 
 def test_tag_image_through_the_page(tiny_ctx):
-    chips, caption, echoed, scores = Tag2TextPage(tiny_ctx).tag_image(example_images()[0], 0.5, "boat, sea")
+    chips, caption, echoed, scores = actions.image_view(
+        actions.tag_image(tiny_ctx, example_images()[0], 0.5, "boat, sea"))
     assert caption and echoed == "boat, sea"
     assert chips.count('class="t2t-chip"') == len(scores) > 0
     first = next(iter(scores))
@@ -85,16 +78,17 @@ def test_tag_batch_writes_table_csv_and_json(tiny_ctx, tmp_path):
     with zipfile.ZipFile(archive, "w") as zf:
         zf.write(example_images()[1], "house.png")
         zf.writestr("notes.txt", "not a picture")
-    table, files, note = Tag2TextPage(tiny_ctx).tag_batch([example_images()[0], str(archive)], 0.68, "")
+    table, files, note = run_batch(tiny_ctx, [example_images()[0], str(archive)], 0.68, "", tmp_path / "out")
     assert [row[0] for row in table] == ["beach.png", "house.png"]
     assert "notes.txt" in note
     csv_path, json_path = files
     with open(csv_path, encoding="utf-8") as fh:
         assert list(csv.reader(fh))[1:] == table
     data = json.loads(open(json_path, encoding="utf-8").read())
-    assert [im["caption"] for im in data["images"]] == [row[2] for row in table]
-    assert [", ".join(t["name"] for t in im["tags"]) for im in data["images"]] == [row[1] for row in table]
-    assert all(0.0 <= t["score"] <= 1.0 for im in data["images"] for t in im["tags"])
+    assert [im["caption"] for im in data["results"]] == [row[2] for row in table]
+    assert [", ".join(t["name"] for t in im["tags"]) for im in data["results"]] == [row[1] for row in table]
+    assert all(0.0 <= t["score"] <= 1.0 for im in data["results"] for t in im["tags"])
+    assert data["skipped"] == ["notes.txt (not an image file)"]
 
 
 def test_tag_chips_escape_names():
@@ -111,13 +105,16 @@ def test_named_api_over_http(tiny_ctx):
     _, url, _ = demo.launch(prevent_thread_lock=True, server_name="127.0.0.1", quiet=True)
     try:
         client = Client(url, verbose=False)
-        chips, caption, echoed, scores = client.predict(handle_file(example_images()[2]), 0.5, "red car",
-                                                        api_name="/tag_image")
-        assert caption and echoed == "red car" and isinstance(scores, dict)
+        answer = client.predict(handle_file(example_images()[2]), 0.5, "red car", api_name="/tag_image")
+        result = answer["results"][0]
+        assert result["caption"] and result["user_tags"] == ["red car"] and answer["threshold"] == 0.5
+        assert result["name"] == "fruit.png" and all(set(t) == {"index", "name", "score"} for t in result["tags"])
         with pytest.raises(Exception, match="1,000 characters"):  # our UserInputError sentence reaches the client
             client.predict(handle_file(example_images()[2]), 0.5, "x," * 600, api_name="/tag_image")
         # the server keeps serving after a bad request
-        assert client.predict(handle_file(example_images()[2]), 0.5, "", api_name="/tag_image")[1]
+        assert client.predict(handle_file(example_images()[2]), 0.5, "", api_name="/tag_image")["results"][0]["caption"]
+        batch = client.predict([handle_file(p) for p in example_images()[:2]], 0.5, "", api_name="/tag_batch")
+        assert [r["name"] for r in batch["results"]] == ["beach.png", "car.png"] and batch["skipped"] == []
     finally:
         demo.close()
 
@@ -129,16 +126,15 @@ def test_tag_batch_gives_each_image_its_own_caption_and_files_hold_exactly_the_r
     for name, image in zip(("noise.png", "red.png"), two_images, strict=True):
         image.save(tmp_path / name)
         paths.append(str(tmp_path / name))
-    page = Tag2TextPage(tiny_ctx)
-    singles = [page.tag_image(path, 0.5, "") for path in paths]
+    singles = [actions.image_view(actions.tag_image(tiny_ctx, path, 0.5, "")) for path in paths]
     single_captions = [caption for _, caption, _, _ in singles]
     single_tags = [", ".join(key.split(" (#")[0] for key in scores) for *_, scores in singles]
     assert single_captions[0] != single_captions[1]  # the two pictures really get different captions
 
-    table, files, note = page.tag_batch(paths, 0.5, "")
+    table, files, note = run_batch(tiny_ctx, paths, 0.5, "", tmp_path / "out")
     assert note == "2 image(s) processed."
     assert table == [["noise.png", single_tags[0], single_captions[0]], ["red.png", single_tags[1], single_captions[1]]]
-    reversed_table, _, _ = page.tag_batch(paths[::-1], 0.5, "")
+    reversed_table, _, _ = run_batch(tiny_ctx, paths[::-1], 0.5, "", tmp_path / "reversed")
     assert reversed_table == table[::-1]  # each caption follows its image, not its position
 
     csv_path, json_path = files
@@ -146,6 +142,6 @@ def test_tag_batch_gives_each_image_its_own_caption_and_files_hold_exactly_the_r
     with open(csv_path, newline="", encoding="utf-8") as fh:
         assert list(csv.reader(fh)) == [["file", "tags", "caption"], *table]
     data = json.loads(open(json_path, encoding="utf-8").read())
-    assert list(data) == ["images"] and len(data["images"]) == len(table)
-    assert [[im["file"], ", ".join(t["name"] for t in im["tags"]), im["caption"]] for im in data["images"]] == table
-    assert all(im["threshold"] == 0.5 and im["user_tags"] == [] for im in data["images"])
+    assert list(data) == ["results", "threshold", "skipped"] and len(data["results"]) == len(table)
+    assert [[im["name"], ", ".join(t["name"] for t in im["tags"]), im["caption"]] for im in data["results"]] == table
+    assert data["threshold"] == 0.5 and all(im["user_tags"] == [] for im in data["results"])

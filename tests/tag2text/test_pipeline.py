@@ -8,11 +8,11 @@ import math
 import pytest
 import torch
 
-from apps.tag2text.checkpoint import write_tiny_checkpoint
 from apps.tag2text.config import Tag2TextConfig
 from apps.tag2text.decoding import beam_search
 from apps.tag2text.pipeline import Tag2TextPipeline, class_thresholds, load_tokenizer, parse_user_tags
 from shared.errors import UserInputError
+from tests.fixtures.tiny_tag2text import write_tiny_checkpoint
 from tests.tag2text.hf446_golden import GOLDEN, PROMPT, SETTINGS, cases
 
 
@@ -43,7 +43,8 @@ def test_official_class_thresholds():
 
 
 def test_tags_follow_threshold_index_order_and_scores(tiny_pipe, two_images):
-    result = tiny_pipe(two_images[0])[0]
+    output = tiny_pipe(two_images[0])
+    result = output.results[0]
     scores = result.scores
     thresholds = class_thresholds(tiny_pipe.config)
     deleted = set(tiny_pipe.config.delete_tag_index)
@@ -52,22 +53,22 @@ def test_tags_follow_threshold_index_order_and_scores(tiny_pipe, two_images):
     assert 0 < len(expected) < 22  # some pass, some do not: the assertion above means something
     assert all(math.isclose(t.score, scores[t.index], rel_tol=1e-6) for t in result.tags)
     assert result.caption_tags == result.tag_names
-    assert result.threshold == pytest.approx(0.68)
+    assert output.threshold == pytest.approx(0.68)
 
 
 def test_threshold_is_honoured_per_call(tiny_pipe, two_images):
-    everything = tiny_pipe(two_images[0], threshold=0.0)[0]
-    nothing = tiny_pipe(two_images[0], threshold=1.0)[0]
-    default = tiny_pipe(two_images[0])[0]
+    everything = tiny_pipe(two_images[0], threshold=0.0).results[0]
+    nothing = tiny_pipe(two_images[0], threshold=1.0).results[0]
+    default = tiny_pipe(two_images[0]).results[0]
     special = set(tiny_pipe.config.class_thresholds)  # these keep their own 0.7, as upstream
     deleted = set(tiny_pipe.config.delete_tag_index)
     assert {t.index for t in everything.tags} >= set(range(24)) - deleted - special
-    assert nothing.tags == [] or {t.index for t in nothing.tags} <= special
+    assert nothing.tags == () or {t.index for t in nothing.tags} <= special
     assert len(nothing.tags) < len(default.tags) < len(everything.tags)
 
 
 def test_deleted_tags_never_shown_nor_used_for_the_caption(tiny_pipe, two_images):
-    result = tiny_pipe(two_images[0], threshold=0.0)[0]
+    result = tiny_pipe(two_images[0], threshold=0.0).results[0]
     deleted_names = {tiny_pipe.config.tags[i] for i in tiny_pipe.config.delete_tag_index}
     assert all(result.scores[i] > 0 for i in tiny_pipe.config.delete_tag_index)  # they would have passed
     assert not deleted_names & set(result.tag_names)
@@ -75,29 +76,29 @@ def test_deleted_tags_never_shown_nor_used_for_the_caption(tiny_pipe, two_images
 
 
 def test_user_tags_replace_predicted_tags_for_the_caption(tiny_pipe, two_images):
-    plain = tiny_pipe(two_images[0])[0]
-    steered = tiny_pipe(two_images[0], user_tags="dog, red car")[0]
-    assert steered.user_tags == ["dog", "red car"]
-    assert steered.caption_tags == ["dog", "red car"]
+    plain = tiny_pipe(two_images[0]).results[0]
+    steered = tiny_pipe(two_images[0], user_tags="dog, red car").results[0]
+    assert steered.user_tags == ("dog", "red car")
+    assert steered.caption_tags == ("dog", "red car")
     assert steered.tag_names == plain.tag_names  # the recognised tags are still shown
     assert steered.caption != plain.caption
-    assert tiny_pipe(two_images[0], user_tags="None")[0].caption == plain.caption
+    assert tiny_pipe(two_images[0], user_tags="None").results[0].caption == plain.caption
 
 
 def test_each_image_in_a_batch_gets_its_own_caption(tiny_pipe, two_images):
     """Upstream (#95) gives every image image 0's caption; ours must equal each image's single caption."""
-    batch = tiny_pipe(list(two_images))
-    singles = [tiny_pipe(im)[0] for im in two_images]
+    batch = tiny_pipe(list(two_images)).results
+    singles = [tiny_pipe(im).results[0] for im in two_images]
     assert singles[0].caption != singles[1].caption
     assert [r.caption for r in batch] == [s.caption for s in singles]
     assert [r.tag_names for r in batch] == [s.tag_names for s in singles]
-    one_at_a_time = Tag2TextPipeline(tiny_pipe.model, tiny_pipe.tokenizer, batch_size=1)(list(two_images))
+    one_at_a_time = Tag2TextPipeline(tiny_pipe.model, tiny_pipe.tokenizer, batch_size=1)(list(two_images)).results
     assert [r.caption for r in one_at_a_time] == [r.caption for r in batch]
 
 
 def test_per_image_user_tags(tiny_pipe, two_images):
-    results = tiny_pipe(list(two_images), user_tags=["cat", None])
-    assert results[0].caption_tags == ["cat"]
+    results = tiny_pipe(list(two_images), user_tags=["cat", None]).results
+    assert results[0].caption_tags == ("cat",)
     assert results[1].caption_tags == results[1].tag_names
     with pytest.raises(UserInputError, match="one tag list per image"):
         tiny_pipe(list(two_images), user_tags=["cat"])
@@ -119,7 +120,7 @@ def test_beam_search_stops_at_sep_but_not_before_min_length(tmp_path, two_images
     c, prompt = pipe.config, pipe.prompt_ids
     steps = []
     kwargs = dict(num_beams=c.num_beams, max_length=c.max_length, min_length=c.min_length, eos_token_id=102)
-    cached = beam_search(pipe.model.text_decoder, encoded, prompt, on_step=lambda s, t: steps.append(s), **kwargs)
+    cached = beam_search(pipe.model.text_decoder, encoded, prompt, callback=lambda s, t: steps.append(s), **kwargs)
     assert all(seq[:4] == prompt for seq in cached)
     assert all(c.min_length <= len(seq) < c.max_length for seq in cached)  # [SEP] ended them, not max_length
     assert all(102 not in seq for seq in cached)

@@ -1,0 +1,151 @@
+"""What the Tag2Text pages do, without any UI library: checks, runs, and what a result looks like on a page.
+
+The Gradio page (page.py) and the Streamlit page (streamlit_page.py) both call these; so do the tests. Input checks
+are the pipeline's own ``Tag2TextPipeline.check_inputs`` (headers only, no weights), run before a request is queued.
+Importing this module imports neither a UI library nor torch (the pipeline module is imported on first use).
+"""
+
+from __future__ import annotations
+
+import csv
+import html
+import json
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from apps.tag2text.config import OFFICIAL_THRESHOLD
+from apps.tag2text.images import IMAGE_SUFFIXES
+from shared.context import DemoContext
+from shared.errors import UserInputError
+from shared.pipeline import Callback
+
+if TYPE_CHECKING:  # the pipeline module imports torch: pages import it only when a check or a run needs it
+    from apps.tag2text.pipeline import Tag, Tag2TextImageResult, Tag2TextInputs, Tag2TextOutput
+
+EXAMPLES_DIR = Path(__file__).resolve().parent / "examples"
+DEFAULT_THRESHOLD = OFFICIAL_THRESHOLD
+UPLOAD_TYPES = sorted(IMAGE_SUFFIXES)  # what the upload widgets accept (plus ".zip" for a batch)
+WORKS_WITHOUT_WEIGHTS = ""  # nothing on this page runs without the weights
+TABLE_HEADERS = ["file", "tags", "caption"]
+# Inline styles: a page rendered inside the hub cannot bring its own CSS (Gradio 6 takes css at launch()).
+CHIPS_STYLE = "display:flex;flex-wrap:wrap;gap:6px"
+CHIP_STYLE = "border-radius:999px;padding:2px 10px;background:var(--color-accent-soft,#e0e7ff)"
+
+
+def example_images() -> list[str]:
+    return sorted(str(p) for p in EXAMPLES_DIR.glob("*.png"))
+
+
+def upload_path(value: Any) -> Any:
+    """A file input's value as the pipeline takes it: Gradio's FileData (a dict or an object with ``path``) -> its
+    path; a path, bytes, PIL image or array unchanged; None stays None."""
+    if isinstance(value, dict):
+        return value.get("path")
+    return getattr(value, "path", value)
+
+
+def upload_paths(values: Any) -> list[Any]:
+    """A multi-file input's value (None, one file, or a list of them) -> a list for the pipeline."""
+    if values is None:
+        return []
+    return [upload_path(v) for v in (values if isinstance(values, (list, tuple)) else [values])]
+
+
+# -- checks (Gradio validators, before queueing; the pipeline runs the same ones again) --------------------------------
+
+
+def check_image(image: Any, threshold: Any, user_tags: Any) -> Tag2TextInputs:
+    """The ``tag_image`` endpoint's inputs: ``UserInputError.argument`` is "image", "threshold" or "user_tags"."""
+    return _checked(upload_path(image), threshold, user_tags, images_input="image")
+
+
+def check_batch(files: Any, threshold: Any, user_tags: Any) -> Tag2TextInputs:
+    """The ``tag_batch`` endpoint's inputs: ``UserInputError.argument`` is "files", "threshold" or "user_tags"."""
+    return _checked(upload_paths(files), threshold, user_tags, images_input="files")
+
+
+def check_image_tab(image: Any, threshold: Any, user_tags: Any, weights_name: str | None) -> Tag2TextInputs:
+    """The "One image" tab's inputs (the weights choice is the page's server-side state: nothing to check)."""
+    return check_image(image, threshold, user_tags)
+
+
+def check_batch_tab(files: Any, threshold: Any, user_tags: Any, weights_name: str | None) -> Tag2TextInputs:
+    """The "Batch" tab's inputs (as ``check_image_tab``)."""
+    return check_batch(files, threshold, user_tags)
+
+
+def _checked(images: Any, threshold: Any, user_tags: Any, images_input: str) -> Tag2TextInputs:
+    """``check_inputs``, its error naming the page's own input where the pipeline says "images"."""
+    from apps.tag2text.pipeline import Tag2TextPipeline
+
+    try:
+        return Tag2TextPipeline.check_inputs(images, threshold, user_tags)
+    except UserInputError as error:
+        if error.argument != "images":
+            raise
+        raise UserInputError(str(error), argument=images_input) from None
+
+
+# -- runs ------------------------------------------------------------------------------------------------------------
+
+
+def tag_image(ctx: DemoContext, image: Any, threshold: Any = DEFAULT_THRESHOLD, user_tags: Any = "",
+              weights_name: str | None = None, callback: Callback | None = None,
+              on_download=None) -> Tag2TextOutput:
+    """One image through the pool's pipeline (loading or downloading its weights first)."""
+    with ctx.compute(weights_name, on_download) as pipe:
+        return pipe(upload_path(image), threshold, user_tags, callback=callback)
+
+
+def tag_batch(ctx: DemoContext, files: Any, threshold: Any = DEFAULT_THRESHOLD, user_tags: Any = "",
+              weights_name: str | None = None, callback: Callback | None = None,
+              on_download=None) -> Tag2TextOutput:
+    """Uploaded images and/or zips: the weights are here (or a clear message) before any pixel is decoded."""
+    with ctx.compute(weights_name, on_download) as pipe:
+        return pipe(upload_paths(files), threshold, user_tags, callback=callback)
+
+
+# -- what a page shows -----------------------------------------------------------------------------------------------
+
+
+def tag_chips(tags: tuple[Tag, ...] | list[Tag]) -> str:
+    """Tags as HTML chips with their scores (names escaped: they come from the checkpoint's tag list)."""
+    if not tags:
+        return f'<div style="{CHIPS_STYLE}"><i>No tag passed the threshold; try a lower one.</i></div>'
+    chips = "".join(f'<span class="t2t-chip" style="{CHIP_STYLE}">{html.escape(t.name)} <b>{t.score:.2f}</b></span>'
+                    for t in tags)
+    return f'<div class="t2t-chips" style="{CHIPS_STYLE}">{chips}</div>'
+
+
+def tag_scores(result: Tag2TextImageResult) -> dict[str, float]:
+    """"name (#index)" -> score rounded to 4 places, for the shown tags."""
+    return {f"{t.name} (#{t.index})": round(t.score, 4) for t in result.tags}
+
+
+def tag_rows(result: Tag2TextImageResult, digits: int = 3) -> list[dict[str, Any]]:
+    """The shown tags as table rows: {"tag", "score"}."""
+    return [{"tag": t.name, "score": round(t.score, digits)} for t in result.tags]
+
+
+def image_view(output: Tag2TextOutput) -> tuple[str, str, str, dict[str, float]]:
+    """One image's result as the page shows it: (tag chips HTML, caption, your tags echoed, tag scores)."""
+    result = output.results[0]
+    return tag_chips(result.tags), result.caption, ", ".join(result.user_tags), tag_scores(result)
+
+
+def batch_table(output: Tag2TextOutput) -> list[list[str]]:
+    """[file, tags, caption] per image, in input order."""
+    return [[r.name, ", ".join(r.tag_names), r.caption] for r in output.results]
+
+
+def batch_note(output: Tag2TextOutput) -> str:
+    return f"Skipped: {'; '.join(output.skipped)}" if output.skipped else f"{len(output.results)} image(s) processed."
+
+
+def write_exports(output: Tag2TextOutput, folder: Path) -> list[Path]:
+    """``tag2text.csv`` (the table) and ``tag2text.json`` (``output.to_dict()``, what the API answers) in ``folder``."""
+    csv_path, json_path = folder / "tag2text.csv", folder / "tag2text.json"
+    with open(csv_path, "w", newline="", encoding="utf-8") as fh:
+        csv.writer(fh).writerows([TABLE_HEADERS, *batch_table(output)])
+    json_path.write_text(json.dumps(output.to_dict(), indent=1, ensure_ascii=False), encoding="utf-8")
+    return [csv_path, json_path]
