@@ -63,7 +63,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--steps", type=int, default=200)
     args = parser.parse_args(argv)
 
-    from tests.geodiffusion.tiny_checkpoint import build_tiny_checkpoint
+    from tests.fixtures.tiny_geodiffusion import build_tiny_checkpoint
 
     work = Path(tempfile.mkdtemp(prefix="demohub-fairness-"))
     build_tiny_checkpoint(work / "ckpts" / "geodiffusion" / "nuimages-256x256", dataset="nuimages")

@@ -69,7 +69,7 @@ def run(kind: str, folder: Path, grid: int, prompts_file: Path) -> dict:
 
 
 def main(argv: list[str] | None = None) -> None:
-    from tests.geodiffusion.tiny_checkpoint import write_tokenizer
+    from tests.fixtures.tiny_geodiffusion import write_tokenizer
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--grid", type=int, default=256)

@@ -7,6 +7,7 @@ import json
 import zipfile
 from datetime import date
 from pathlib import Path
+from typing import BinaryIO
 
 from PIL import Image, ImageDraw
 
@@ -40,7 +41,8 @@ def draw_layout(image: Image.Image | None, layout: Layout, size: int = 384) -> I
     return canvas
 
 
-def coco_dataset(images: list[Image.Image], layout: Layout, dataset: str, prompt: str = "") -> dict:
+def coco_dataset(images: list[Image.Image] | tuple[Image.Image, ...], layout: Layout, dataset: str,
+                 prompt: str = "") -> dict:
     """COCO detection annotations: every image carries the layout's boxes in pixels ([x, y, width, height]).
 
     Category ids are 1 + the class's index in the checkpoint's class list (nuImages 10, COCO-Stuff 172).
@@ -59,7 +61,7 @@ def coco_dataset(images: list[Image.Image], layout: Layout, dataset: str, prompt
             })
     return {
         "info": {"description": f"GeoDiffusion-generated images ({dataset})", "prompt": prompt,
-                 "date_created": date.today().isoformat(), "layout": layout.as_dict()},
+                 "date_created": date.today().isoformat(), "layout": layout.to_dict()},
         "licenses": [],
         "images": records,
         "annotations": annotations,
@@ -67,10 +69,11 @@ def coco_dataset(images: list[Image.Image], layout: Layout, dataset: str, prompt
     }
 
 
-def export_coco_zip(images: list[Image.Image], layout: Layout, dataset: str, path: str | Path,
-                    prompt: str = "") -> Path:
-    """Write ``images/000001.png ...`` and ``annotations/instances.json`` into a zip at ``path``."""
-    path = Path(path)
+def export_coco_zip(images: list[Image.Image] | tuple[Image.Image, ...], layout: Layout, dataset: str,
+                    path: str | Path | BinaryIO, prompt: str = "") -> Path | BinaryIO:
+    """Write ``images/000001.png ...`` and ``annotations/instances.json`` into a zip at ``path`` (or into a binary
+    file object); returns where it went."""
+    path = path if hasattr(path, "write") else Path(path)
     coco = coco_dataset(images, layout, dataset, prompt)
     with zipfile.ZipFile(path, "w", compression=zipfile.ZIP_DEFLATED) as zf:
         for record, image in zip(coco["images"], images, strict=True):

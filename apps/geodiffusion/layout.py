@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import math
 import random
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -49,8 +49,16 @@ CAMERAS = ("front", "front left", "front right", "back", "back left", "back righ
 TIMES_OF_DAY = ("daytime", "night")
 WEATHERS = ("sunny", "rain")
 DEFAULTS = {"camera": "front", "timeofday": "daytime", "weather": "sunny"}
-MAX_STEPS = 200
-MAX_IMAGES = 8
+
+# The limits on a generation request, each defined here only (checked by GeoDiffusionPipeline.check_inputs; the pages
+# read them for their controls).
+MAX_STEPS = 200  # denoising steps, from 1
+MAX_IMAGES = 8  # images per request, from 1
+MAX_GUIDANCE = 30.0  # classifier-free guidance scale, from 0
+EPSILON_SCALING_RANGE = (0.5, 1.5)  # Epsilon Scaling's lambda; the paper's useful values are just above 1
+MAX_SEED = 2**63 - 1  # seeds from 0
+MAX_LAYOUT_CHARS = 20_000  # characters of layout JSON text
+LAYOUT_KEYS = {"bbox", "camera", "timeofday", "weather"}
 
 
 @dataclass(frozen=True)
@@ -153,19 +161,22 @@ class Layout:
     camera: str = DEFAULTS["camera"]
     timeofday: str = DEFAULTS["timeofday"]
     weather: str = DEFAULTS["weather"]
-    extra: dict = field(default_factory=dict, compare=False)
 
-    def as_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, Any]:
         """The official input format."""
         return {"bbox": [b.as_list() for b in self.boxes], "camera": self.camera, "timeofday": self.timeofday,
                 "weather": self.weather}
 
     def to_json(self) -> str:
-        return json.dumps(self.as_dict())
+        return json.dumps(self.to_dict())
 
 
 def _aliases(dataset: str) -> dict[str, str]:
-    """Accepted spellings (class name, prompt text, any case, _ or - or space) -> class name."""
+    """Lowercased accepted spellings -> class name: the class name, its prompt text, and the class name with its
+    ``_`` or its ``-`` written as a space ("traffic_cone", "cone", "traffic cone"; "sky-other", "sky other").
+
+    ``parse_layout`` looks labels up stripped and lowercased, so any case matches; other separators do not
+    ("traffic-cone", "sky_other" are unknown labels)."""
     table: dict[str, str] = {}
     for name, text in CLASS_TEXT[dataset].items():
         for spelling in (name, text, name.replace("_", " "), name.replace("-", " ")):
@@ -173,32 +184,36 @@ def _aliases(dataset: str) -> dict[str, str]:
     return table
 
 
-MAX_LAYOUT_CHARS = 20_000
-LAYOUT_KEYS = {"bbox", "camera", "timeofday", "weather"}
-
-
-def parse_layout(data: str | dict | Layout, config: GenerationConfig) -> Layout:
-    """Validate a layout (JSON text, dict or Layout) against a checkpoint; raise UserInputError saying what to fix."""
+def load_layout_data(data: str | dict | list | Layout | None) -> dict:
+    """A layout as the official dict, its boxes unchecked (what an editor shows while a person types): JSON text is
+    parsed, a bare list of boxes becomes ``{"bbox": [...]}``, empty text or None an empty layout."""
     if isinstance(data, Layout):
-        data = data.as_dict()
+        return data.to_dict()
+    if data is None:
+        return {"bbox": []}
     if isinstance(data, str):
         text = data.strip()
         if len(text) > MAX_LAYOUT_CHARS:
-            raise UserInputError(f"The layout JSON is {len(text):,} characters long; a layout of at most "
-                                 f"{config.max_num_bbox} boxes fits in {MAX_LAYOUT_CHARS:,}.")
+            raise UserInputError(f"The layout JSON is {len(text):,} characters long; the limit is "
+                                 f"{MAX_LAYOUT_CHARS:,} characters, far more than any layout needs.")
         if not text:
-            data = {"bbox": []}
-        else:
-            try:
-                data = json.loads(text)
-            except json.JSONDecodeError as error:
-                raise UserInputError(
-                    f"The layout is not valid JSON ({error.msg} at line {error.lineno}, column {error.colno}). "
-                    'Write it like {"camera": "front", "bbox": [["car", 0.1, 0.4, 0.3, 0.6]]}.') from None
+            return {"bbox": []}
+        try:
+            data = json.loads(text)
+        except json.JSONDecodeError as error:
+            raise UserInputError(
+                f"The layout is not valid JSON ({error.msg} at line {error.lineno}, column {error.colno}). "
+                'Write it like {"camera": "front", "bbox": [["car", 0.1, 0.4, 0.3, 0.6]]}.') from None
     if isinstance(data, list):
         data = {"bbox": data}
     if not isinstance(data, dict):
         raise UserInputError('The layout must be a JSON object such as {"bbox": [["car", 0.1, 0.4, 0.3, 0.6]]}.')
+    return data
+
+
+def parse_layout(data: str | dict | Layout | None, config: GenerationConfig) -> Layout:
+    """Validate a layout (JSON text, dict or Layout) against a checkpoint; raise UserInputError saying what to fix."""
+    data = load_layout_data(data)
     unknown = sorted(set(data) - LAYOUT_KEYS)
     if unknown:
         raise UserInputError(f"Unknown layout field(s) {', '.join(map(repr, unknown[:5]))}; a layout has only "
@@ -224,8 +239,7 @@ def parse_layout(data: str | dict | Layout, config: GenerationConfig) -> Layout:
         if used and value not in allowed:
             raise UserInputError(f"{key} must be one of {', '.join(allowed)}; got {value!r}.")
         values[key] = value
-    extra = {k: v for k, v in data.items() if k not in ("bbox", "camera", "timeofday", "weather")}
-    return Layout(boxes=boxes, extra=extra, **values)
+    return Layout(boxes=boxes, **values)
 
 
 def _parse_box(index: int, raw: Any, aliases: dict[str, str], config: GenerationConfig) -> Box:

@@ -8,17 +8,20 @@ with the empty prompt as the unconditional input (as in training and the officia
 from __future__ import annotations
 
 import json
+import math
 import threading
 import warnings
-from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import torch
 
 from apps.geodiffusion.layout import (
+    EPSILON_SCALING_RANGE,
+    MAX_GUIDANCE,
     MAX_IMAGES,
+    MAX_SEED,
     MAX_STEPS,
     GenerationConfig,
     Layout,
@@ -28,37 +31,40 @@ from apps.geodiffusion.layout import (
 )
 from apps.geodiffusion.tokens import BASE_VOCAB_SIZE, LocationTokenizer, truncated_boxes
 from shared.errors import UserInputError
+from shared.pipeline import Callback, Pipeline, PipelineOutput
 
 
-@dataclass
-class GeoDiffusionOutput:
-    images: list  # PIL images
+@dataclass(frozen=True)
+class GeoDiffusionOutput(PipelineOutput):
+    """One generation. ``to_dict()`` gives the images as PNG data URLs, the layout in the official format."""
+
+    images: tuple  # PIL images, width x height each
     prompt: str
     layout: Layout
     seed: int
     num_inference_steps: int
     guidance_scale: float
     epsilon_scaling: float | None = None
-    dropped_boxes: list[int] = field(default_factory=list)  # layout indices whose tokens the 77-token limit cut
+    dropped_boxes: tuple[int, ...] = ()  # layout indices whose tokens the 77-token limit cut
     width: int = 0
     height: int = 0
 
     @property
-    def warnings(self) -> list[str]:
+    def warnings(self) -> tuple[str, ...]:
         if not self.dropped_boxes:
-            return []
+            return ()
         names = ", ".join(f"#{i + 1} ({self.layout.boxes[i].label})" for i in self.dropped_boxes)
-        return [f"The prompt is longer than CLIP's 77 tokens, so box(es) {names} were cut and ignored by the model; "
-                "use fewer boxes or shorter labels."]
+        return (f"The prompt is longer than CLIP's 77 tokens, so box(es) {names} were cut and ignored by the model; "
+                "use fewer boxes or shorter labels.",)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {**super().to_dict(), "warnings": list(self.warnings)}  # an API client learns of cut boxes too
 
 
-def default_dtype(device: str) -> torch.dtype:
-    """fp16 on CUDA (as the official loader), fp32 elsewhere."""
-    return torch.float16 if str(device).startswith("cuda") else torch.float32
+class GeoDiffusionPipeline(Pipeline):
+    output_class = GeoDiffusionOutput
 
-
-class GeoDiffusionPipeline:
-    def __init__(self, sd_pipeline, tokenizer: LocationTokenizer, config: GenerationConfig, device: str,
+    def __init__(self, sd_pipeline, tokenizer: LocationTokenizer, config: GenerationConfig, device: torch.device,
                  dtype: torch.dtype):
         self.sd = sd_pipeline
         self.tokenizer = tokenizer
@@ -68,14 +74,12 @@ class GeoDiffusionPipeline:
         self._lock = threading.Lock()  # a diffusers pipeline (scheduler state, hooks) serves one call at a time
 
     @classmethod
-    def from_pretrained(cls, path: str | Path, device: str | None = None, dtype: torch.dtype | None = None
-                        ) -> GeoDiffusionPipeline:
+    def from_pretrained(cls, path: str | Path, *, device: str | torch.device = "cpu",
+                        dtype: torch.dtype = torch.float32) -> GeoDiffusionPipeline:
         from diffusers import DPMSolverMultistepScheduler, StableDiffusionPipeline
         from transformers import CLIPTokenizer
 
         folder = Path(path)
-        device = device or ("cuda" if torch.cuda.is_available() else "cpu")
-        dtype = dtype or default_dtype(device)
         te_config = json.loads((folder / "text_encoder" / "config.json").read_text(encoding="utf-8"))
         config = load_generation_config(folder)
         if te_config.get("vocab_size") != BASE_VOCAB_SIZE + config.num_location_tokens:
@@ -93,83 +97,130 @@ class GeoDiffusionPipeline:
         if config.dataset == "coco_stuff":  # the official loader swaps in DPM-Solver++ for COCO-Stuff
             sd.scheduler = DPMSolverMultistepScheduler.from_config(sd.scheduler.config)
         sd.set_progress_bar_config(disable=True)
+        device = torch.device(device)
         sd.to(device)
-        return cls(sd, tokenizer, config, str(device), dtype)
-
-    def memory_bytes(self) -> int:
-        return sum(p.numel() * p.element_size() for m in (self.sd.unet, self.sd.vae, self.sd.text_encoder)
-                   for p in m.parameters())
+        return cls(sd, tokenizer, config, device, dtype)
 
     @property
     def scheduler_name(self) -> str:
         return type(self.sd.scheduler).__name__
 
     def encode_ids(self, prompts: list[str]) -> torch.Tensor:
-        return self.tokenizer(prompts)
+        return self.tokenizer(prompts)  # (B, 77) int64: BOS, words and <lN> ids, EOS, EOS padding
 
     @torch.no_grad()
     def prompt_embeddings(self, prompt: str) -> torch.Tensor:
-        ids = self.encode_ids([prompt]).to(self.sd.text_encoder.device)
-        return self.sd.text_encoder(ids)[0].to(self.dtype)
+        ids = self.encode_ids([prompt]).to(self.sd.text_encoder.device)  # (1, 77)
+        return self.sd.text_encoder(ids)[0].to(self.dtype)  # last hidden state (1, 77, D), D = UNet cross-attn dim
 
     def dropped_boxes(self, layout: Layout, shuffle_seed: int | None = None) -> list[int]:
         return truncated_boxes(layout, self.config, self.tokenizer, shuffle_seed)
 
+    @classmethod
+    def check_inputs(cls, layout: str | dict | Layout | None, seed: Any = 0, num_images: Any = 1,
+                     num_inference_steps: Any = None, guidance_scale: Any = None, epsilon_scaling: Any = None,
+                     shuffle_seed: Any = None, *, config: GenerationConfig) -> dict[str, Any]:
+        """Every check on a generation request, against a checkpoint's generation ``config`` (no weights needed).
+
+        Returns ``__call__``'s arguments normalised (a ``Layout``, ints and floats, the checkpoint's steps and
+        guidance where None was given); raises ``UserInputError`` naming the argument at fault.
+        """
+        try:
+            layout = parse_layout(layout, config)
+        except UserInputError as error:
+            raise UserInputError(str(error), argument="layout") from None
+        if num_inference_steps is None:
+            num_inference_steps = config.num_inference_steps
+        if guidance_scale is None:
+            guidance_scale = config.cfg_scale
+        low, high = EPSILON_SCALING_RANGE
+        return {
+            "layout": layout,
+            "seed": _number(seed, "The seed", "seed", 0, MAX_SEED, whole=True),
+            "num_images": _number(num_images, "The number of images", "num_images", 1, MAX_IMAGES, whole=True),
+            "num_inference_steps": _number(num_inference_steps, "Steps", "num_inference_steps", 1, MAX_STEPS,
+                                           whole=True),
+            "guidance_scale": _number(guidance_scale, "The guidance scale (cfg)", "guidance_scale", 0.0,
+                                      MAX_GUIDANCE),
+            "epsilon_scaling": None if epsilon_scaling is None else _number(
+                epsilon_scaling, "The Epsilon Scaling factor", "epsilon_scaling", low, high, hint=" (try 1.005)"),
+            "shuffle_seed": None if shuffle_seed is None else _number(
+                shuffle_seed, "The shuffle seed", "shuffle_seed", 0, MAX_SEED, whole=True),
+        }
+
     def __call__(self, layout: str | dict | Layout, seed: int = 0, num_images: int = 1,
                  num_inference_steps: int | None = None, guidance_scale: float | None = None,
                  epsilon_scaling: float | None = None, shuffle_seed: int | None = None,
-                 progress: Callable[[int, int], Any] | None = None) -> GeoDiffusionOutput:
+                 callback: Callback | None = None) -> GeoDiffusionOutput:
         """Generate ``num_images`` images for ``layout``; defaults come from the checkpoint's generation_config.
 
         ``epsilon_scaling``: Epsilon Scaling's factor lambda (Ning et al., ICLR 2024), dividing the predicted noise by
-        lambda at every step (uniform schedule); None or 1.0 leaves sampling unchanged. ``progress(step, total)`` is
+        lambda at every step (uniform schedule); None or 1.0 leaves sampling unchanged. ``callback(step, total)`` is
         called after each denoising step.
         """
-        layout = parse_layout(layout, self.config)
-        steps = self.config.num_inference_steps if num_inference_steps is None else int(num_inference_steps)
-        cfg = self.config.cfg_scale if guidance_scale is None else float(guidance_scale)
-        if not 1 <= steps <= MAX_STEPS:
-            raise UserInputError(f"Steps must be between 1 and {MAX_STEPS}; got {steps}.")
-        if not 1 <= int(num_images) <= MAX_IMAGES:
-            raise UserInputError(f"The number of images must be between 1 and {MAX_IMAGES}; got {num_images}.")
-        if not 0 <= cfg <= 30:
-            raise UserInputError(f"The guidance scale (cfg) must be between 0 and 30; got {cfg}.")
-        if epsilon_scaling is not None and not 0.5 <= float(epsilon_scaling) <= 1.5:
-            raise UserInputError(f"The Epsilon Scaling factor must be between 0.5 and 1.5 (try 1.005); "
-                                 f"got {epsilon_scaling}.")
-        prompt = encode_prompt(layout, self.config, shuffle_seed=shuffle_seed)
+        inputs = self.check_inputs(layout, seed, num_images, num_inference_steps, guidance_scale, epsilon_scaling,
+                                   shuffle_seed, config=self.config)
+        layout, steps, factor = inputs["layout"], inputs["num_inference_steps"], inputs["epsilon_scaling"]
+        prompt = encode_prompt(layout, self.config, shuffle_seed=inputs["shuffle_seed"])
         with self._lock:
-            cond = self.prompt_embeddings(prompt)
-            uncond = self.prompt_embeddings("")
-            generator = torch.Generator("cpu").manual_seed(int(seed))  # same noise on every device
+            cond = self.prompt_embeddings(prompt)  # (1, 77, D)
+            uncond = self.prompt_embeddings("")  # (1, 77, D): the empty prompt, as in training
+            generator = torch.Generator("cpu").manual_seed(inputs["seed"])  # same noise on every device
 
-            def on_step(pipe, step, timestep, kwargs):
-                if progress is not None:
-                    progress(step + 1, steps)
+            def on_step_end(pipe, step, timestep, kwargs):
+                if callback is not None:
+                    callback(step + 1, steps)
                 return kwargs
 
-            hook = None
-            if epsilon_scaling is not None:
-                hook = self.sd.unet.register_forward_hook(_epsilon_scaling_hook(float(epsilon_scaling)))
+            hook = None if factor is None else self.sd.unet.register_forward_hook(_epsilon_scaling_hook(factor))
             try:
                 images = self.sd(
-                    prompt_embeds=cond, negative_prompt_embeds=uncond, guidance_scale=cfg,
+                    prompt_embeds=cond, negative_prompt_embeds=uncond, guidance_scale=inputs["guidance_scale"],
                     num_inference_steps=steps, height=self.config.height, width=self.config.width,
-                    num_images_per_prompt=int(num_images), generator=generator, callback_on_step_end=on_step,
+                    num_images_per_prompt=inputs["num_images"], generator=generator,
+                    callback_on_step_end=on_step_end,
                 ).images
             finally:
                 if hook is not None:
                     hook.remove()
         return GeoDiffusionOutput(
-            images=images, prompt=prompt, layout=layout, seed=int(seed), num_inference_steps=steps,
-            guidance_scale=cfg, epsilon_scaling=epsilon_scaling, dropped_boxes=self.dropped_boxes(layout, shuffle_seed),
+            images=tuple(images), prompt=prompt, layout=layout, seed=inputs["seed"], num_inference_steps=steps,
+            guidance_scale=inputs["guidance_scale"], epsilon_scaling=factor,
+            dropped_boxes=tuple(self.dropped_boxes(layout, inputs["shuffle_seed"])),
             width=self.config.width, height=self.config.height)
+
+
+def _number(value: Any, what: str, argument: str, low: float, high: float, *, whole: bool = False,
+            hint: str = "") -> Any:
+    """``value`` as an int (``whole``) or float within [low, high], else a UserInputError naming ``argument``."""
+    if isinstance(value, bool) or value is None:
+        number = math.nan
+    elif isinstance(value, int):
+        number = value  # exact: a float would round seeds near 2**63
+    else:
+        try:
+            number = float(value)
+        except (TypeError, ValueError):
+            number = math.nan
+    span = f"between {_text(low)} and {_text(high)}{hint}"
+    if not math.isfinite(number) or (whole and number != int(number)):
+        kind = "a whole number" if whole else "a number"
+        raise UserInputError(f"{what} must be {kind} {span}; got {value!r}.", argument=argument)
+    if not low <= number <= high:
+        side = "below the minimum" if number < low else "above the maximum"
+        raise UserInputError(f"{what} must be {span}; got {value}, {side}.", argument=argument)
+    return int(number) if whole else float(number)
+
+
+def _text(limit: float) -> str:
+    return f"{limit:g}" if isinstance(limit, float) else f"{limit:,}"
 
 
 def _epsilon_scaling_hook(factor: float):
     """A UNet forward hook returning eps / factor: with linear CFG this scales the guided noise by 1/factor too."""
 
     def hook(module, args, output):
+        # output: the predicted noise eps, (2B, 4, H/8, W/8) with CFG (unconditional and conditional halves)
         if isinstance(output, tuple):
             return (output[0] / factor, *output[1:])
         output.sample = output.sample / factor

@@ -1,34 +1,54 @@
-"""GeoDiffusion on the Streamlit hub: a layout (JSON) and a checkpoint in, images with the boxes drawn over them."""
+"""GeoDiffusion on the Streamlit hub: a layout (JSON) and a checkpoint in, images with the boxes drawn over them.
+
+The controls take their limits and defaults from the checkpoint's generation config, as on the Gradio page; what the
+page does is in actions.py (and the pipeline's check_inputs, run before any weights load).
+"""
 
 import json
 
 import streamlit as st
 
-from apps.geodiffusion.export import draw_layout
-from apps.geodiffusion.page import COCO_EXAMPLES, NUIMAGES_EXAMPLES, GeoDiffusionPage
+from apps.geodiffusion import actions
+from apps.geodiffusion.actions import WORKS_WITHOUT_WEIGHTS, GeoDiffusionPage
+from apps.geodiffusion.layout import MAX_GUIDANCE, MAX_SEED, MAX_STEPS
 from apps.streamlit_ui import demo_context, paper_card, show_error, weights_select
 
 ctx = demo_context("geodiffusion")
 page = GeoDiffusionPage(ctx)
 paper_card("geodiffusion")
 checkpoint = weights_select(ctx, key="checkpoint")
-examples = {f"{i + 1}. {name}": layout for i, (layout, name) in enumerate(NUIMAGES_EXAMPLES + COCO_EXAMPLES)}
+if message := ctx.weights_message(checkpoint, WORKS_WITHOUT_WEIGHTS):
+    st.warning(message)
+config = page.config(checkpoint)
+with st.expander(f"{config.width}x{config.height} images, {len(config.classes)} labels"):
+    st.write(", ".join(config.classes))
+examples = {f"{i + 1}. {name}": layout for i, (layout, name) in enumerate(actions.examples_for(config.dataset))}
 example = st.selectbox("Start from an example layout", list(examples))
 layout_json = st.text_area('Layout: {"camera": ..., "bbox": [[label, x1, y1, x2, y2], ...]} in [0, 1]',
-                           json.dumps(examples[example]), key=f"layout-{example}", height=160)
+                           json.dumps(examples[example]), key=f"layout-{checkpoint}-{example}", height=160)
+st.caption(f"Prompt: {page.preview_prompt(layout_json, checkpoint)}")
+if note := page.budget_note(layout_json, checkpoint):
+    st.caption(note)
 seed, steps, cfg = st.columns(3)
-seed = seed.number_input("Seed", 0, 2**31 - 1, 0)
-steps = steps.number_input("Steps", 1, 200, 50)
-cfg = cfg.number_input("Guidance scale (cfg)", 0.0, 30.0, 5.0)
+seed = seed.number_input("Seed", 0, min(MAX_SEED, 2**53 - 1), 0)  # Streamlit holds JavaScript-safe integers
+steps = steps.number_input("Steps", 1, MAX_STEPS, config.num_inference_steps, key=f"steps-{checkpoint}")
+cfg = cfg.number_input("Guidance scale (cfg)", 0.0, MAX_GUIDANCE, config.cfg_scale, step=0.5, key=f"cfg-{checkpoint}")
+num_images = st.slider("Images", 1, actions.PAGE_MAX_IMAGES, 1)
 show_boxes = st.checkbox("Draw the layout boxes over the images", value=True)
 if st.button("Generate", type="primary"):
     try:
-        bar = st.progress(0.0, text="Denoising")
-        out = page.generate(layout_json, checkpoint, seed, steps, cfg,
-                            on_step=lambda i, n: bar.progress(min(i / max(n, 1), 1.0), text=f"Denoising {i}/{n}"))
+        bar = st.progress(0.0, text="Loading the checkpoint")
+        out = page.generate(layout_json, checkpoint, seed, steps, cfg, num_images,
+                            callback=lambda i, n: bar.progress(min(i / max(n, 1), 1.0), text=f"Denoising {i}/{n}"))
     except Exception as error:
+        st.session_state.pop("geodiffusion-result", None)
         show_error(error)
     else:
-        st.code(out.prompt, language=None)
-        st.image([draw_layout(im, out.layout) if show_boxes else im for im in out.images],
-                 caption=[f"seed {out.seed}"] * len(out.images))
+        st.session_state["geodiffusion-result"] = page.result(out, checkpoint)
+if result := st.session_state.get("geodiffusion-result"):
+    st.code(result.output.prompt, language=None)
+    st.markdown(actions.summary(result.output))
+    images, captions = zip(*actions.gallery_items(result, show_boxes), strict=True)
+    st.image(list(images), caption=list(captions))
+    st.download_button("Export as COCO dataset", actions.export_bytes(result), "geodiffusion_coco.zip",
+                       mime="application/zip")

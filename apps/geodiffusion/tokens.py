@@ -231,7 +231,7 @@ class LocationTokenizer:
         import torch
 
         prompts = [prompts] if isinstance(prompts, str) else prompts
-        return torch.tensor([self.encode(p) for p in prompts], dtype=torch.long)
+        return torch.tensor([self.encode(p) for p in prompts], dtype=torch.long)  # (B, 77) int64
 
     def overflow(self, prompt: str) -> int:
         """How many content tokens truncation drops from ``prompt``."""

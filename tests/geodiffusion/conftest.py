@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.geodiffusion.tiny_checkpoint import build_tiny_checkpoint
+from tests.fixtures.tiny_geodiffusion import build_tiny_checkpoint
 
 
 @pytest.fixture(scope="session")
@@ -29,3 +29,15 @@ def nuimages_pipeline(nuimages_checkpoint):
     from apps.geodiffusion.pipeline import GeoDiffusionPipeline
 
     return GeoDiffusionPipeline.from_pretrained(nuimages_checkpoint, device="cpu")
+
+
+@pytest.fixture
+def offline(tmp_path, monkeypatch):
+    """An empty offline HF cache (returned) on the CPU; no DEMOHUB_CHECKPOINTS, no forced dtype."""
+    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "hub"))
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setenv("DEMOHUB_DEVICE", "cpu")
+    monkeypatch.setenv("GRADIO_TEMP_DIR", str(tmp_path / "gradio"))
+    monkeypatch.delenv("DEMOHUB_CHECKPOINTS", raising=False)
+    monkeypatch.delenv("DEMOHUB_DTYPE", raising=False)
+    return tmp_path / "hub"

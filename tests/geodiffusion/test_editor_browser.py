@@ -11,7 +11,7 @@ from apps.geodiffusion.page import build
 from shared.context import DemoContext
 from shared.pool import ModelPool
 from tests.conftest import free_port
-from tests.geodiffusion.tiny_checkpoint import install_in_hf_cache
+from tests.fixtures.tiny_geodiffusion import install_in_hf_cache
 
 pytestmark = pytest.mark.browser
 CHROMIUM = "/usr/bin/chromium"

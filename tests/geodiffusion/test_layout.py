@@ -15,6 +15,7 @@ from apps.geodiffusion.layout import (
     location_token,
     parse_layout,
 )
+from shared.errors import UserInputError
 
 NU256 = KNOWN_CONFIGS["nuimages-256x256"]
 NU512 = KNOWN_CONFIGS["nuimages-512x512"]
@@ -88,6 +89,18 @@ def test_prompt_spellings_are_accepted_as_labels():
     assert [b.label for b in nu.boxes] == ["construction_vehicle", "traffic_cone"]
 
 
+def test_label_spellings_are_those_aliases_documents():
+    """The class name, its prompt text, or its own separator written as a space, in any case; nothing else."""
+    nu, coco = grid_config(2, "nuimages"), grid_config(2)
+    spellings = ["traffic_cone", "Cone", "TRAFFIC CONE", " traffic cone "]
+    layout = parse_layout({"bbox": [[s, 0, 0, 1, 1] for s in spellings]}, nu)
+    assert [b.label for b in layout.boxes] == ["traffic_cone"] * 4
+    assert parse_layout({"bbox": [["Sky Other", 0, 0, 1, 1]]}, coco).boxes[0].label == "sky-other"
+    for label, config in (("traffic-cone", nu), ("sky_other", coco), ("traffic  cone", nu)):
+        with pytest.raises(UserInputError, match="does not know"):
+            parse_layout({"bbox": [[label, 0, 0, 1, 1]]}, config)
+
+
 def test_time_weather_template():
     layout = {"camera": "front right", "timeofday": "night", "weather": "rain", "bbox": [["bus", 0, 0, 0.5, 0.5]]}
     # 0.5 * 511 = 255.5 -> 256 (half-even): 256 * 512 + 256 = 131328.
@@ -134,5 +147,5 @@ def test_generation_config_from_json_accepts_the_released_fields(tmp_path):
 @pytest.mark.parametrize("layout", [OFFICIAL_NUIMAGES, json.dumps(OFFICIAL_NUIMAGES)])
 def test_layout_round_trips_through_official_format(layout):
     parsed = parse_layout(layout, NU256)
-    assert parsed.as_dict()["bbox"] == OFFICIAL_NUIMAGES["bbox"]
+    assert parsed.to_dict()["bbox"] == OFFICIAL_NUIMAGES["bbox"]
     assert parse_layout(parsed.to_json(), NU256) == parsed

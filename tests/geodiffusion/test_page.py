@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import base64
+import io
 import json
 import subprocess
 import sys
@@ -13,24 +15,25 @@ import pytest
 from PIL import Image
 
 from apps.geodiffusion import DEMO
-from apps.geodiffusion.export import coco_dataset, draw_layout, export_coco_zip
-from apps.geodiffusion.layout import KNOWN_CONFIGS, parse_layout
-from apps.geodiffusion.page import (
+from apps.geodiffusion.actions import (
     COCO_EXAMPLES,
     NUIMAGES_EXAMPLES,
-    build,
+    GeoDiffusionPage,
     editor_value,
     layout_from_editor,
     layout_from_table,
     set_layout_field,
     table_from_layout,
 )
+from apps.geodiffusion.export import coco_dataset, draw_layout, export_coco_zip
+from apps.geodiffusion.layout import KNOWN_CONFIGS, parse_layout
+from apps.geodiffusion.page import build
 from shared.context import DemoContext
 from shared.errors import UserInputError
 from shared.pool import ModelPool
 from shared.weights import REPO_ROOT
 from tests.conftest import free_port
-from tests.geodiffusion.tiny_checkpoint import install_in_hf_cache
+from tests.fixtures.tiny_geodiffusion import install_in_hf_cache
 
 
 @pytest.fixture
@@ -56,6 +59,7 @@ def test_page_builds_and_renders_without_weights(offline):
         blocks.render()
     api = hub.get_api_info()["named_endpoints"]["/generate"]
     assert [p["parameter_name"] for p in api["parameters"]] == ["layout_json", "checkpoint", "seed", "steps", "cfg"]
+    assert [p["parameter_has_default"] for p in api["parameters"]] == [False, False, True, True, True]
     config = blocks.get_config_file()
     texts = json.dumps(config, default=str)
     assert "are not on this server. You can still draw layouts" in texts  # the notice for the missing weights
@@ -121,10 +125,13 @@ def test_named_api_generates_from_the_cached_checkpoint(offline, coco_checkpoint
     try:
         client = Client(url, verbose=False)
         layout = json.dumps({"bbox": [["car", 0.1, 0.2, 0.5, 0.6]]})
-        gallery, prompt, notes = client.predict(layout, "coco-stuff-256x256", 3, 2, 4.0, api_name="/generate")
-        assert prompt == "An image with car <l4> <l10>"
-        assert len(gallery) == 1 and Image.open(gallery[0]["image"]).size == (64, 64)
-        assert "2 steps" in notes and "seed 3" in notes
+        out = client.predict(layout, "coco-stuff-256x256", 3, 2, 4.0, api_name="/generate")
+        assert out["prompt"] == "An image with car <l4> <l10>"
+        assert len(out["images"]) == 1 and out["images"][0].startswith("data:image/png;base64,")
+        png = Image.open(io.BytesIO(base64.b64decode(out["images"][0].split(",", 1)[1])))
+        assert png.size == (64, 64) and (out["width"], out["height"]) == (64, 64)
+        assert out["num_inference_steps"] == 2 and out["seed"] == 3 and out["guidance_scale"] == 4.0
+        assert out["layout"]["bbox"] == [["car", 0.1, 0.2, 0.5, 0.6]] and out["warnings"] == []
         with pytest.raises(Exception, match="Steps must be between 1 and 200"):
             client.predict(layout, "coco-stuff-256x256", 3, 500, 4.0, api_name="/generate")
         with pytest.raises(Exception, match="not valid JSON"):
@@ -134,8 +141,6 @@ def test_named_api_generates_from_the_cached_checkpoint(offline, coco_checkpoint
 
 
 def test_budget_note_counts_tokens_and_names_cut_boxes(offline, coco_checkpoint):
-    from apps.geodiffusion.page import GeoDiffusionPage
-
     page = GeoDiffusionPage(DemoContext(DEMO, ModelPool(budget_bytes=10**9)))
     assert page.budget_note('{"bbox": []}', "coco-stuff-256x256") == ""  # not on disk yet: no note, no download
     install_in_hf_cache(coco_checkpoint, offline, "KaiChen1998/geodiffusion-coco-stuff-256x256")

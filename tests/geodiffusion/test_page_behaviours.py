@@ -13,12 +13,13 @@ import pytest
 from PIL import Image
 
 from apps.geodiffusion import DEMO
+from apps.geodiffusion.actions import GeoDiffusionPage
 from apps.geodiffusion.export import export_coco_zip
 from apps.geodiffusion.layout import COCO_STUFF_CLASSES, KNOWN_CONFIGS, parse_layout
-from apps.geodiffusion.page import GeoDiffusionPage, build
+from apps.geodiffusion.page import build
 from shared.context import DemoContext
 from shared.pool import ModelPool
-from tests.geodiffusion.tiny_checkpoint import install_in_hf_cache
+from tests.fixtures.tiny_geodiffusion import install_in_hf_cache
 
 TIME_WEATHER = "nuimages-time-weather-512x512"
 TIME_WEATHER_REPO = f"KaiChen1998/geodiffusion-{TIME_WEATHER}"
@@ -27,17 +28,6 @@ TIME_WEATHER_REPO = f"KaiChen1998/geodiffusion-{TIME_WEATHER}"
 NUIMAGES = ["car", "truck", "trailer", "bus", "construction_vehicle", "bicycle", "motorcycle", "pedestrian",
             "traffic_cone", "barrier"]
 LAYOUT_LABEL = "Layout (official JSON format, coordinates in [0, 1])"
-
-
-@pytest.fixture
-def offline(tmp_path, monkeypatch):
-    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "hub"))
-    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
-    monkeypatch.setenv("DEMOHUB_DEVICE", "cpu")
-    monkeypatch.setenv("GRADIO_TEMP_DIR", str(tmp_path / "gradio"))
-    monkeypatch.delenv("DEMOHUB_CHECKPOINTS", raising=False)
-    monkeypatch.delenv("DEMOHUB_DTYPE", raising=False)
-    return tmp_path / "hub"
 
 
 @pytest.fixture
@@ -52,10 +42,11 @@ def time_weather_on_disk(offline, nuimages_checkpoint):
     return snapshot
 
 
-def handler(blocks: gr.Blocks, name: str):
-    """The page's registered event (function, inputs, outputs) whose function is called ``name``."""
+def handler(blocks: gr.Blocks, name: str, events: int = 1):
+    """The page's registered event (function, inputs, outputs) whose function is called ``name`` (the first of
+    ``events`` events that run it)."""
     matches = [f for f in blocks.fns.values() if f.name == name]
-    assert len(matches) == 1, [f.name for f in blocks.fns.values()]
+    assert len(matches) == events, [f.name for f in blocks.fns.values()]
     return matches[0]
 
 
@@ -152,17 +143,19 @@ def test_export_of_images_generated_on_the_page(time_weather_on_disk):
     ctx = DemoContext(DEMO, ModelPool(budget_bytes=10**9))
     blocks = build(ctx)
     generate, export = handler(blocks, "generate"), handler(blocks, "export_dataset")
-    assert list(export.inputs) == [generate.outputs[3]]  # export reads the state generate writes
+    gallery_items = handler(blocks, "gallery_items", events=2)  # after generate, and when "show boxes" changes
+    assert list(export.inputs) == [generate.outputs[2]] == [gallery_items.inputs[0]]  # the state generate writes
     with pytest.raises(gr.Error, match="Generate images first"):
         export.fn(None)
 
     text = json.dumps({"camera": "front right", "timeofday": "night", "weather": "rain",
                        "bbox": [["car", 0.1, 0.2, 0.5, 0.6], ["traffic cone", 0.7, 0.75, 0.8, 0.95]]})
-    gallery, prompt, notes, state = generate.fn(text, TIME_WEATHER, 7, 2, 5.0, 2, None, False)
+    prompt, notes, state = generate.fn(text, TIME_WEATHER, 7, 2, 5.0, 2, None)
+    gallery = gallery_items.fn(state, False)
     assert prompt == "A night rain driving scene image of front right camera with car <l4> <l10> cone <l10> <l14>"
     assert notes.startswith("2 image(s), 64x64, 2 steps, cfg 5.0, seed 7")
-    assert len(state["images"]) == 2 and state["dataset"] == "nuimages"
-    generated = [np.asarray(im.convert("RGB")) for im in state["images"]]
+    assert len(state.output.images) == 2 and state.dataset == "nuimages"
+    generated = [np.asarray(im.convert("RGB")) for im in state.output.images]
     assert not np.array_equal(generated[0], generated[1])  # two different samples, so a mix-up would show
     assert all(np.array_equal(np.asarray(im), g) for (im, _), g in zip(gallery, generated, strict=True))
     again = GeoDiffusionPage(ctx).generate(text, TIME_WEATHER, seed=7, steps=2, cfg=5.0, num_images=2)
@@ -179,7 +172,7 @@ def test_export_of_images_generated_on_the_page(time_weather_on_disk):
         png = pngs[f"images/{record['file_name']}"]
         assert png.format == "PNG" and png.size == (64, 64) == (record["width"], record["height"])
         assert np.array_equal(np.asarray(png.convert("RGB")), pixels)  # the generated pixels, no boxes drawn on
-    boxed = handler(blocks, "gallery_items").fn(state, True)
+    boxed = gallery_items.fn(state, True)
     assert not np.array_equal(np.asarray(boxed[0][0]), generated[0])  # (what the boxes overlay would look like)
     assert coco["info"]["prompt"] == prompt
     assert [(c["id"], c["name"]) for c in coco["categories"]] == list(enumerate(NUIMAGES, start=1))

@@ -14,7 +14,7 @@ from shared import weights
 from shared.context import DemoContext
 from shared.errors import UserInputError
 from shared.pool import ModelPool
-from tests.geodiffusion.tiny_checkpoint import install_in_hf_cache
+from tests.fixtures.tiny_geodiffusion import install_in_hf_cache
 
 LAYOUT = {"bbox": [["car", 0.1, 0.2, 0.5, 0.6], ["sky-other", 0.0, 0.0, 1.0, 0.3]]}
 NU_LAYOUT = {"camera": "front left", "timeofday": "night", "weather": "rain",
@@ -34,16 +34,15 @@ def test_loads_official_layout_with_checkpoint_defaults(coco_pipeline, nuimages_
     assert (nuimages_pipeline.config.cfg_scale, nuimages_pipeline.config.num_inference_steps) == (5.0, 100)
     assert coco_pipeline.sd.safety_checker is None and coco_pipeline.dtype == torch.float32
     assert len(coco_pipeline.sd.tokenizer) == 49408  # the slow tokenizer with added tokens is never loaded
-    assert coco_pipeline.memory_bytes() > 0
 
 
 def test_generates_images_end_to_end_with_progress(coco_pipeline):
     steps = []
-    out = coco_pipeline(LAYOUT, seed=1, num_images=2, num_inference_steps=2, progress=lambda i, n: steps.append((i, n)))
+    out = coco_pipeline(LAYOUT, seed=1, num_images=2, num_inference_steps=2, callback=lambda i, n: steps.append((i, n)))
     assert len(out.images) == 2 and out.images[0].size == (64, 64)
     assert steps == [(1, 2), (2, 2)]
     assert out.prompt == "An image with car <l4> <l10> sky other <l0> <l7>"
-    assert out.guidance_scale == 4.0 and out.dropped_boxes == [] and out.warnings == []
+    assert out.guidance_scale == 4.0 and out.dropped_boxes == () and out.warnings == ()
     assert pixels(out).std() > 0  # not a blank image
 
 
@@ -123,11 +122,13 @@ def test_loads_through_hf_cache_resolve_and_pool(coco_checkpoint, tmp_path, monk
     assert out.images[0].size == (64, 64)
 
 
-def test_default_dtype_is_fp16_on_cuda_and_fp32_on_cpu():
-    from apps.geodiffusion.pipeline import default_dtype
+def test_the_registry_asks_fp16_on_cuda_as_the_official_loader_and_fp32_on_cpu(monkeypatch):
+    from shared.device import pick_dtype
 
-    assert default_dtype("cuda") == default_dtype("cuda:1") == torch.float16
-    assert default_dtype("cpu") == default_dtype("mps") == torch.float32
+    monkeypatch.delenv("DEMOHUB_DTYPE", raising=False)
+    assert (DEMO.cpu_dtype, DEMO.gpu_dtype) == (None, "float16")
+    assert pick_dtype("cuda", DEMO.cpu_dtype, DEMO.gpu_dtype) == pick_dtype("cuda:1", None, "float16") == torch.float16
+    assert pick_dtype("cpu", DEMO.cpu_dtype, DEMO.gpu_dtype) == torch.float32
 
 
 def test_missing_grid_and_size_are_read_from_the_models(coco_checkpoint, tmp_path):

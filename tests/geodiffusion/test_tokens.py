@@ -9,7 +9,7 @@ import pytest
 
 from apps.geodiffusion.layout import KNOWN_CONFIGS, NUIMAGES_CLASSES, GenerationConfig, encode_prompt, parse_layout
 from apps.geodiffusion.tokens import ClipBPE, LocationTokenizer, derived_vocab, truncated_boxes
-from tests.geodiffusion.tiny_checkpoint import FIXTURES, write_tokenizer
+from tests.fixtures.tiny_geodiffusion import FIXTURES, write_tokenizer
 
 GRID = (4, 4)
 PARITY_TEXTS = [

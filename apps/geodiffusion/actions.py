@@ -1,0 +1,303 @@
+"""What the GeoDiffusion pages do, apart from any UI toolkit (no gradio, no streamlit, no torch at import).
+
+The Gradio page (page.py) and the Streamlit page (streamlit_page.py) both call ``GeoDiffusionPage``: the checkpoint's
+generation config (limits and defaults), the check a request passes before it is queued, the generation itself,
+and what a result looks like on a page (gallery items, summary, COCO export). The layout JSON text is the one
+source of truth of a page; the helpers below turn it into the canvas editor's value and the table's rows and back.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from apps.geodiffusion.export import draw_layout, export_coco_zip
+from apps.geodiffusion.layout import (
+    CAMERAS,
+    KNOWN_CONFIGS,
+    TIMES_OF_DAY,
+    WEATHERS,
+    GenerationConfig,
+    encode_prompt,
+    load_generation_config,
+    load_layout_data,
+    parse_layout,
+)
+from shared import weights
+from shared.context import DemoContext
+from shared.errors import UserInputError
+from shared.pipeline import Callback
+
+if TYPE_CHECKING:
+    from apps.geodiffusion.pipeline import GeoDiffusionOutput
+
+WORKS_WITHOUT_WEIGHTS = "You can still draw layouts and see the prompt."
+TABLE_HEADERS = ["label", "x1", "y1", "x2", "y2"]
+PAGE_MAX_IMAGES = 4  # what the pages offer at once (the API takes up to layout.MAX_IMAGES)
+LAYOUT_FIELDS = (("camera", CAMERAS), ("timeofday", TIMES_OF_DAY), ("weather", WEATHERS))
+# The page's parameter names for the pipeline's arguments, so a check marks the input a person typed into.
+PAGE_ARGUMENTS = {"layout": "layout_json", "num_inference_steps": "steps", "guidance_scale": "cfg"}
+
+NUIMAGES_EXAMPLES = [
+    ({"camera": "front", "bbox": [["car", 0.756875, 0.4622, 0.90375, 0.5844],
+                                  ["car", 0.47625, 0.4822, 0.691875, 0.8011],
+                                  ["car", 0.0, 0.4933, 0.223125, 0.9267], ["car", 0.273125, 0.4511, 0.47375, 0.6444],
+                                  ["car", 0.7125, 0.6689, 0.999375, 1.0]]}, "nuimages-256x256"),
+    ({"camera": "front left", "bbox": [["pedestrian", 0.12, 0.45, 0.18, 0.72], ["pedestrian", 0.2, 0.47, 0.25, 0.7],
+                                       ["traffic_cone", 0.45, 0.62, 0.48, 0.7], ["barrier", 0.5, 0.58, 0.8, 0.7],
+                                       ["truck", 0.6, 0.3, 0.95, 0.65]]}, "nuimages-512x512"),
+    ({"camera": "back", "bbox": [["bus", 0.3, 0.25, 0.7, 0.7], ["bicycle", 0.05, 0.55, 0.15, 0.75],
+                                 ["motorcycle", 0.8, 0.55, 0.9, 0.75], ["construction_vehicle", 0.72, 0.3, 0.99, 0.6]]},
+     "nuimages-256x256"),
+    ({"camera": "front", "timeofday": "night", "weather": "rain",
+      "bbox": [["car", 0.4, 0.5, 0.6, 0.7], ["car", 0.05, 0.5, 0.3, 0.8], ["trailer", 0.65, 0.35, 0.98, 0.7]]},
+     "nuimages-time-weather-512x512"),
+]
+COCO_EXAMPLES = [
+    ({"bbox": [["truck", 0.1321, 0.3914, 0.7247, 0.7849], ["house", 0.0, 0.06875, 0.9046875, 0.5458],
+               ["road", 0.0, 0.6, 1.0, 1.0], ["snow", 0.0, 0.4792, 1.0, 0.89375], ["tree", 0.0, 0.0, 1.0, 0.56875]]},
+     "coco-stuff-256x256"),
+    ({"bbox": [["sky-other", 0.0, 0.0, 1.0, 0.45], ["grass", 0.0, 0.55, 1.0, 1.0], ["tree", 0.6, 0.1, 0.95, 0.6],
+               ["person", 0.2, 0.3, 0.4, 0.95], ["dog", 0.45, 0.65, 0.65, 0.9]]}, "coco-stuff-512x512"),
+    ({"bbox": [["wall-other", 0.0, 0.0, 1.0, 0.5], ["dining table", 0.0, 0.5, 1.0, 1.0],
+               ["pizza", 0.3, 0.55, 0.7, 0.85], ["cup", 0.75, 0.5, 0.88, 0.7], ["person", 0.05, 0.1, 0.35, 0.6]]},
+     "coco-stuff-256x256"),
+    ({"bbox": [["sky-other", 0.0, 0.0, 1.0, 0.4], ["grass", 0.0, 0.6, 1.0, 1.0], ["giraffe", 0.1, 0.1, 0.4, 0.9],
+               ["zebra", 0.55, 0.5, 0.9, 0.85]]}, "coco-stuff-256x256"),
+]
+
+
+def examples_for(dataset: str | None = None) -> list[tuple[dict, str]]:
+    """(layout, checkpoint) examples, all or only those of one dataset's checkpoints (their labels fit it)."""
+    return [(layout, name) for layout, name in NUIMAGES_EXAMPLES + COCO_EXAMPLES
+            if dataset is None or KNOWN_CONFIGS[name].dataset == dataset]
+
+
+@dataclass(frozen=True)
+class Generated:
+    """What a page keeps of a generation (Gradio state, Streamlit session state), for its gallery and export."""
+
+    output: GeoDiffusionOutput
+    dataset: str  # the checkpoint's dataset: its class list numbers the COCO categories
+
+
+class GeoDiffusionPage:
+    """The pages' actions on one ``DemoContext``: configs, checks, generation, and the text a page shows."""
+
+    def __init__(self, ctx: DemoContext):
+        self.ctx = ctx
+        self._tokenizers: dict = {}
+
+    def folder(self, name: str | None) -> Path | None:
+        """The checkpoint's folder if it is on disk (bundled or in the HF cache), without downloading."""
+        ws = self.ctx.demo.weight_set(name or self.ctx.default_weights())
+        return weights.local_folder(self.ctx.demo.id, ws) or weights.cached_folder(self.ctx.demo.id, ws)
+
+    def config(self, name: str | None) -> GenerationConfig:
+        """The checkpoint's own generation_config.json when on disk (what the pipeline will use), else the released
+        values from the fact sheet, so a page shows the right controls, limits and defaults before any download."""
+        ws = self.ctx.demo.weight_set(name or self.ctx.default_weights())
+        folder = self.folder(ws.name)
+        if folder is not None:
+            try:
+                return load_generation_config(folder)
+            except (OSError, ValueError, KeyError):
+                pass
+        return KNOWN_CONFIGS[ws.name]
+
+    def start_layout(self, name: str | None) -> str:
+        """The first example of the checkpoint's dataset, as layout JSON text."""
+        return json.dumps(examples_for(self.config(name).dataset)[0][0])
+
+    def check_generate(self, layout_json: str | None, checkpoint: str | None, seed: Any = 0, steps: Any = None,
+                       cfg: Any = None, num_images: Any = 1, epsilon_scaling: Any = None) -> dict[str, Any]:
+        """``GeoDiffusionPipeline.check_inputs`` for a page's (or the API's) inputs, before any weights load: the
+        pipeline's arguments, normalised. A ``UserInputError`` names the page's input (``steps``, not
+        ``num_inference_steps``), so Gradio's validator marks it."""
+        from apps.geodiffusion.pipeline import GeoDiffusionPipeline
+
+        try:
+            config = self.config(checkpoint)
+        except UserInputError as error:
+            raise UserInputError(str(error), argument="checkpoint") from None
+        try:
+            return GeoDiffusionPipeline.check_inputs(layout_json, seed, 1 if num_images is None else num_images,
+                                                     steps, cfg, epsilon_scaling, config=config)
+        except UserInputError as error:
+            raise UserInputError(str(error), argument=PAGE_ARGUMENTS.get(error.argument, error.argument)) from None
+
+    def check_api(self, layout_json: str | None, checkpoint: str | None, seed: Any = 0, steps: Any = None,
+                  cfg: Any = None) -> dict[str, Any]:
+        """``check_generate`` for the named endpoint ``/generate``, whose parameters are these five."""
+        return self.check_generate(layout_json, checkpoint, seed, steps, cfg)
+
+    def generate(self, layout_json: str | None, checkpoint: str | None, seed: Any = 0, steps: Any = None,
+                 cfg: Any = None, num_images: Any = 1, epsilon_scaling: Any = None, callback: Callback | None = None,
+                 on_download: weights.Progress | None = None) -> GeoDiffusionOutput:
+        """Check (no weights needed), then load the checkpoint (or download it, reporting bytes) and generate."""
+        inputs = self.check_generate(layout_json, checkpoint, seed, steps, cfg, num_images, epsilon_scaling)
+        with self.ctx.compute(checkpoint, on_download) as pipe:
+            return pipe(**inputs, callback=callback)
+
+    def tokenizer(self, name: str | None):
+        """The fast tokenizer of a checkpoint that is already on disk (no download, no torch), else None."""
+        ws = self.ctx.demo.weight_set(name or self.ctx.default_weights())
+        if ws.name not in self._tokenizers:
+            folder = self.folder(ws.name)
+            if folder is None:
+                return None
+            from apps.geodiffusion.tokens import LocationTokenizer
+
+            config = self.config(ws.name)
+            self._tokenizers[ws.name] = LocationTokenizer.from_pretrained(folder / "tokenizer",
+                                                                          config.num_location_tokens)
+        return self._tokenizers[ws.name]
+
+    def preview_prompt(self, layout_json: str | None, name: str | None) -> str:
+        """The prompt the model would read, or why the layout is not ready yet."""
+        try:
+            return encode_prompt(layout_json or "", self.config(name))
+        except UserInputError as error:
+            return f"(layout not ready: {error})"
+
+    def budget_note(self, layout_json: str | None, name: str | None) -> str:
+        """How many of CLIP's 77 tokens the prompt uses, and which boxes the limit would cut (checkpoint on disk)."""
+        try:
+            config = self.config(name)
+            layout = parse_layout(layout_json or "", config)
+            tokenizer = self.tokenizer(name)
+        except (UserInputError, OSError, ValueError):
+            return ""
+        if tokenizer is None:
+            return ""
+        from apps.geodiffusion.tokens import truncated_boxes
+
+        used = len(tokenizer.content_ids(encode_prompt(layout, config))) + 2
+        dropped = truncated_boxes(layout, config, tokenizer)
+        if not dropped:
+            return f"The prompt uses {used} of CLIP's 77 tokens."
+        names = ", ".join(f"#{i + 1} ({layout.boxes[i].label})" for i in dropped)
+        return (f"⚠️ The prompt needs {used} tokens but CLIP reads 77: box(es) {names} would be cut. "
+                "Remove boxes or use shorter labels.")
+
+    def result(self, output: GeoDiffusionOutput, checkpoint: str | None) -> Generated:
+        return Generated(output, self.config(checkpoint).dataset)
+
+
+def summary(output: GeoDiffusionOutput) -> str:
+    """One markdown paragraph on what was generated, then a paragraph per warning."""
+    lines = [f"{len(output.images)} image(s), {output.width}x{output.height}, {output.num_inference_steps} steps, "
+             f"cfg {output.guidance_scale}, seed {output.seed}"
+             + (f", Epsilon Scaling λ={output.epsilon_scaling}" if output.epsilon_scaling else "") + "."]
+    lines += [f"⚠️ {w}" for w in output.warnings]
+    return "\n\n".join(lines)
+
+
+def gallery_items(result: Generated | None, show_boxes: bool) -> list:
+    """(image, caption) pairs for a gallery, with the layout's boxes drawn over the images or not."""
+    if not result:
+        return []
+    out = result.output
+    return [(draw_layout(im, out.layout) if show_boxes else im, f"seed {out.seed} #{i + 1}")
+            for i, im in enumerate(out.images)]
+
+
+def export_dataset(result: Generated | None, folder: str | Path | Callable[[], Path]) -> Path:
+    """The generated images and their layout as a COCO detection dataset zip in ``folder`` (or in the folder a
+    function makes, called only when there is something to export)."""
+    if not result:
+        raise UserInputError("Generate images first, then export them as a COCO dataset.")
+    out = result.output
+    folder = Path(folder() if callable(folder) else folder)
+    return export_coco_zip(out.images, out.layout, result.dataset, folder / "geodiffusion_coco.zip",
+                           prompt=out.prompt)
+
+
+def export_bytes(result: Generated | None) -> bytes:
+    """The same COCO zip, in memory (a download button's data)."""
+    if not result:
+        raise UserInputError("Generate images first, then export them as a COCO dataset.")
+    out = result.output
+    buffer = io.BytesIO()
+    export_coco_zip(out.images, out.layout, result.dataset, buffer, prompt=out.prompt)
+    return buffer.getvalue()
+
+
+def load_layout_json(text: str | None) -> dict:
+    """The layout text as a dict without checking labels or boxes (the editor and table show whatever the person
+    has); a UserInputError only when it is not a JSON layout at all."""
+    return load_layout_data(text or "")
+
+
+def editor_value(layout_json: str | None, classes: tuple[str, ...] | list[str]) -> str:
+    """The canvas editor's value: the layout (empty when the text is not a layout yet) and the labels to offer."""
+    try:
+        layout = load_layout_json(layout_json)
+    except UserInputError:
+        layout = {"bbox": []}
+    return json.dumps({"layout": layout, "classes": list(classes)})
+
+
+def layout_from_editor(value: str | None, current: str) -> str:
+    """The editor's layout as JSON text, or ``current`` unchanged when it is the same layout."""
+    try:
+        layout = json.loads(value or "{}").get("layout", {"bbox": []})
+    except (json.JSONDecodeError, AttributeError):
+        return current
+    try:
+        if load_layout_json(current) == layout:
+            return current
+    except UserInputError:
+        pass
+    return json.dumps(layout)
+
+
+def table_from_layout(layout_json: str | None) -> list[list]:
+    """The layout's boxes as table rows [label, x1, y1, x2, y2] (rows of any other shape left out)."""
+    try:
+        boxes = load_layout_json(layout_json).get("bbox") or []
+    except UserInputError:
+        return []
+    return [list(b) for b in boxes if isinstance(b, (list, tuple)) and len(b) == 5]
+
+
+def layout_from_table(rows, layout_json: str | None) -> str:
+    """Replace the layout's boxes by the table's rows (a DataFrame or lists; empty rows skipped)."""
+    layout = load_layout_json(layout_json)
+    values = rows.values.tolist() if hasattr(rows, "values") else list(rows or [])
+    boxes = []
+    for row in values:
+        cells = list(row)[:5]
+        if all(c is None or str(c).strip() == "" for c in cells):
+            continue
+        try:
+            boxes.append([str(cells[0]).strip(), *(float(c) for c in cells[1:5])])
+        except (TypeError, ValueError, IndexError):
+            raise UserInputError(f"Table row {len(boxes) + 1} must be a label and four numbers; got {cells}.") from None
+    layout["bbox"] = boxes
+    return json.dumps(layout)
+
+
+def set_layout_field(layout_json: str | None, key: str, value: str) -> str:
+    """The layout text with ``key`` (camera, timeofday, weather) set; unchanged when it is not a layout yet."""
+    try:
+        layout = load_layout_json(layout_json)
+    except UserInputError:
+        return layout_json or ""
+    if layout.get(key) == value:
+        return layout_json or ""
+    layout[key] = value
+    return json.dumps(layout)
+
+
+def layout_fields(layout_json: str | None) -> dict[str, str]:
+    """The camera / timeofday / weather values the layout text sets to a known value (for the page's controls)."""
+    try:
+        data = load_layout_json(layout_json)
+    except UserInputError:
+        return {}
+    return {key: data[key] for key, allowed in LAYOUT_FIELDS if data.get(key) in allowed}
