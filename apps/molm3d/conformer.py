@@ -13,6 +13,7 @@ import warnings
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -22,6 +23,7 @@ DICT_PATH = Path(__file__).with_name("unimol_dict.txt")
 MAX_HEAVY_ATOMS = 256
 EMBED_TIMEOUT_S = 20  # per ETKDG attempt (at most three attempts); RDKit stops the embedding there
 MAX_INPUT_CHARS = 100_000
+DEFAULT_SEED = 42  # ETKDG randomSeed when none is given
 
 
 @lru_cache(maxsize=1)
@@ -67,11 +69,22 @@ def is_molblock(text: str) -> bool:
     return "M  END" in text or "V2000" in text or "V3000" in text
 
 
-def parse(smiles_or_molblock: str):
-    """An RDKit Mol (hydrogens as written) and the SMILES text for the prompt; UserInputError when unreadable."""
+class Molecule(NamedTuple):
+    """A molecule that passed every input check: the RDKit Mol (hydrogens as written) and its prompt SMILES."""
+
+    mol: Any
+    smiles: str  # as given (or canonical, for MOL/SDF input)
+
+
+def parse(smiles_or_molblock: str) -> Molecule:
+    """The one check of a molecule given as text (``MoLM3DPipeline.check_inputs`` calls it; no embedding yet):
+    readable SMILES or MOL/SDF, one molecule's worth of text, 1 to ``MAX_HEAVY_ATOMS`` heavy atoms."""
     from rdkit import Chem, RDLogger
 
     RDLogger.DisableLog("rdApp.*")
+    if smiles_or_molblock is not None and not isinstance(smiles_or_molblock, str):
+        raise UserInputError(f"The molecule must be text (a SMILES string or an SDF/MOL block), "
+                             f"not {type(smiles_or_molblock).__name__}.")
     text = smiles_or_molblock or ""
     text = text if is_molblock(text) else text.strip()  # a MOL block's first (title) line may be blank
     if not text.strip():
@@ -86,15 +99,24 @@ def parse(smiles_or_molblock: str):
         if mol is None:
             raise UserInputError("The SDF/MOL file could not be read (RDKit rejected its atom or bond block). "
                                  "Export it again as a V2000/V3000 MOL or SDF, or paste the SMILES instead.")
-        return mol, Chem.MolToSmiles(_without_hs(mol))
-    if any(c.isspace() for c in text):
-        raise UserInputError(f"{text[:60]!r} contains spaces; give one SMILES string without spaces "
-                             "(use '.' to join fragments).")
-    mol = Chem.MolFromSmiles(text)
-    if mol is None:
-        raise UserInputError(f"{text[:60]!r} is not a valid SMILES string (RDKit could not parse it). "
-                             "Check brackets, ring-closure digits and valences, e.g. CC(=O)Oc1ccccc1C(=O)O.")
-    return mol, text
+        smiles = Chem.MolToSmiles(_without_hs(mol))
+    else:
+        if any(c.isspace() for c in text):
+            raise UserInputError(f"{text[:60]!r} contains spaces; give one SMILES string without spaces "
+                                 "(use '.' to join fragments).")
+        mol = Chem.MolFromSmiles(text)
+        if mol is None:
+            raise UserInputError(f"{text[:60]!r} is not a valid SMILES string (RDKit could not parse it). "
+                                 "Check brackets, ring-closure digits and valences, e.g. CC(=O)Oc1ccccc1C(=O)O.")
+        smiles = text
+    heavy = sum(a.GetAtomicNum() > 1 for a in mol.GetAtoms())
+    if heavy == 0:
+        raise UserInputError("The molecule has no heavy atoms; 3D-MoLM reads heavy atoms only. Give a molecule "
+                             "with at least one non-hydrogen atom.")
+    if heavy > MAX_HEAVY_ATOMS:
+        raise UserInputError(f"The molecule has {heavy} heavy atoms; 3D-MoLM reads at most {MAX_HEAVY_ATOMS}. "
+                             "Give a smaller molecule (or one fragment of it).")
+    return Molecule(mol, smiles)
 
 
 def _without_hs(mol):
@@ -156,19 +178,13 @@ def _mmff(mol_h) -> None:
         pass
 
 
-def featurize(smiles_or_molblock: str, seed: int = 42, timeout_s: int = EMBED_TIMEOUT_S) -> Conformer:
-    """Uni-Mol inputs for one molecule given as SMILES or as a MOL/SDF text block (first record)."""
+def featurize(molecule: str | Molecule, seed: int = DEFAULT_SEED, timeout_s: int = EMBED_TIMEOUT_S) -> Conformer:
+    """Uni-Mol inputs for one molecule: SMILES or a MOL/SDF text block (first record), checked by ``parse``, or a
+    ``Molecule`` that ``parse`` already checked."""
     from rdkit import Chem
 
-    mol, smiles = parse(smiles_or_molblock)
+    mol, smiles = molecule if isinstance(molecule, Molecule) else parse(molecule)
     notes: list[str] = []
-    heavy = sum(a.GetAtomicNum() > 1 for a in mol.GetAtoms())
-    if heavy == 0:
-        raise UserInputError("The molecule has no heavy atoms; 3D-MoLM reads heavy atoms only. Give a molecule "
-                             "with at least one non-hydrogen atom.")
-    if heavy > MAX_HEAVY_ATOMS:
-        raise UserInputError(f"The molecule has {heavy} heavy atoms; 3D-MoLM reads at most {MAX_HEAVY_ATOMS}. "
-                             "Give a smaller molecule (or one fragment of it).")
     fragments = len(Chem.GetMolFrags(mol))
     if fragments > 1:
         notes.append(f"The input has {fragments} disconnected fragments (e.g. a salt); they are embedded and read "

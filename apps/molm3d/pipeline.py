@@ -1,43 +1,63 @@
-"""3D-MoLM inference: molecules + question -> answers, UI-free.
+"""3D-MoLM inference: molecules + question -> answers, UI-free, in the shape of ``shared.pipeline``.
 
-``MoLM3DPipeline.from_pretrained(path)`` reads the official snapshot layout::
+``MoLM3DPipeline.from_pretrained(path, device=..., dtype=...)`` reads the official snapshot layout::
 
     path/uni-mol/mol_pre_no_h_220816.pt        Uni-Mol encoder (key ``model``)
     path/generalist/generalist.ckpt            Lightning ckpt: ``state_dict`` with ``blip2opt.`` keys
     path/llama-2-7b-hf/                        config.json, tokenizer.model, pytorch_model-0000{1,2}-of-00002.bin
 
 Every size comes from those files (Uni-Mol and Q-Former sizes from tensor shapes, Llama from its config.json),
-so the tiny test snapshot loads through the same code.
+so the tiny test snapshot (tests/fixtures/tiny_molm3d.py) loads through the same code.
+
+``MoLM3DPipeline.check_inputs`` holds every check of a request and needs no weights. ``pipe(molecule, question, task,
+callback=...)`` runs it first and returns one frozen ``MoLM3DOutput`` (the one pipeline contract);
+``pipe.answer_batch(molecules, question, task, callback=...)`` asks the same about up to ``MAX_BATCH`` molecules in
+one padded ``generate`` and returns a tuple of them, one per molecule, each the answer ``pipe`` gives for it alone.
 """
 
 from __future__ import annotations
 
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import torch
-from transformers import LogitsProcessorList, RepetitionPenaltyLogitsProcessor
 
 from apps.molm3d import conformer as conf
 from apps.molm3d.llm import load_llama
 from apps.molm3d.properties import PropertyReference, reference
-from apps.molm3d.qformer import MolQFormer, QFormerConfig
-from apps.molm3d.tasks import EVAL_DECODING, NUM_MOL_TOKENS, build_prompt, get_task, instruction_for, parse_number
-from apps.molm3d.tokenizer import MoLMTokenizer
-from apps.molm3d.unimol import collate, load_unimol
+from apps.molm3d.tasks import (
+    EVAL_DECODING,
+    MAX_QUESTION_CHARS,
+    MOL_TOKEN,
+    NUM_MOL_TOKENS,
+    Task,
+    build_prompt,
+    get_task,
+    instruction_for,
+    parse_number,
+)
 from shared.checkpoints import load_torch_checkpoint
 from shared.errors import CheckpointError, UserInputError
+from shared.pipeline import Callback, Pipeline, PipelineOutput, to_json
+from shared.validation import check_text
 
 UNIMOL_FILE = "uni-mol/mol_pre_no_h_220816.pt"
 GENERALIST_FILE = "generalist/generalist.ckpt"
 LLAMA_DIR = "llama-2-7b-hf"
 PREFIX = "blip2opt."
 MAX_BATCH = 16
+MAX_SEED = 2**31 - 1  # RDKit's randomSeed is a C int (-1 would mean "random": not reproducible)
 
 
-@dataclass
-class MoLMAnswer:
+@dataclass(frozen=True)
+class MoLM3DOutput(PipelineOutput):
+    """One molecule's answer. ``to_dict()`` (what the ``/ask`` endpoint returns) adds ``difference`` and leaves out
+    ``seconds``, so the same request gives the same dictionary."""
+
     smiles: str
     task: str
     instruction: str
@@ -46,12 +66,54 @@ class MoLMAnswer:
     value: float | None = None  # first decimal number in the answer, for property tasks
     unit: str = ""
     reference: PropertyReference | None = None  # RDKit value where RDKit can compute it
-    notes: list[str] = field(default_factory=list)  # conformer and prompt warnings
-    seconds: float = 0.0
+    notes: tuple[str, ...] = ()  # conformer and prompt warnings
+    seconds: float = field(default=0.0, compare=False, metadata={"json": False})
 
     @property
     def difference(self) -> float | None:
+        """model - RDKit, or None when either side has no number."""
         return self.reference.difference(self.value) if self.reference else None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {**super().to_dict(), "difference": to_json(self.difference)}
+
+
+@dataclass(frozen=True)
+class MoLM3DInputs:
+    """What ``check_inputs`` returns: the request in normalised form, ready to run."""
+
+    molecules: tuple[conf.Molecule | conf.Conformer, ...]  # parsed and checked; a Conformer is used as given
+    single: bool  # True: ``__call__``'s one ``molecule``; False: ``answer_batch``'s list of ``molecules``
+    task: Task
+    instruction: str  # the instruction the model reads (a long free question is cut to 64 characters)
+    notes: tuple[str, ...]  # what was changed in the request, for the answer's notes
+    seed: int
+    num_beams: int
+    max_new_tokens: int
+    min_new_tokens: int
+
+    @property
+    def argument(self) -> str:
+        """The name of the molecule parameter these inputs came through."""
+        return "molecule" if self.single else "molecules"
+
+
+@contextmanager
+def _argument(name: str) -> Iterator[None]:
+    """Name the ``__call__``/``answer_batch`` argument a ``UserInputError`` raised inside is about."""
+    try:
+        yield
+    except UserInputError as error:
+        raise UserInputError(str(error), argument=name) from None
+
+
+def _whole_number(value, what: str, low: int, high: int | None = None) -> int:
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)
+    if isinstance(value, bool) or not isinstance(value, int) or value < low or (high is not None and value > high):
+        bound = f"from {low:,} to {high:,}" if high is not None else f"of at least {low:,}"
+        raise UserInputError(f"{what} must be a whole number {bound}, not {value!r:.40}.")
+    return value
 
 
 def load_checkpoint(path: Path) -> dict[str, torch.Tensor]:
@@ -61,34 +123,43 @@ def load_checkpoint(path: Path) -> dict[str, torch.Tensor]:
     return {k.split(PREFIX, 1)[1]: v for k, v in sd.items() if PREFIX in k}
 
 
-class RepetitionPenalty(RepetitionPenaltyLogitsProcessor):
-    """The plain penalty over generated ids (the prompt is embeddings, so it is not penalised, as upstream).
+class _StepCounter:
+    """A logits processor that only counts: transformers calls it once per generated token (all beams at once)."""
 
-    Passed as a processor because transformers 5's own ``repetition_penalty`` skips as many ids as a row has left
-    padding, which with ``inputs_embeds`` wrongly exempts a padded row's first generated tokens (batch != single).
-    """
+    def __init__(self, on_token):
+        self.on_token = on_token
+
+    def __call__(self, input_ids: torch.Tensor, scores: torch.Tensor) -> torch.Tensor:
+        self.on_token()
+        return scores
 
 
-class MoLM3DPipeline:
-    def __init__(self, encoder: MolQFormer, llm, tokenizer: MoLMTokenizer, device: str = "cpu",
-                 dtype: torch.dtype = torch.float32, unused_unimol_keys: list[str] | None = None):
-        self.encoder, self.llm, self.tokenizer = encoder, llm, tokenizer
+class MoLM3DPipeline(Pipeline):
+    """Uni-Mol -> Q-Former -> 8 ``<mol>`` embeddings in a Llama-2 prompt (LoRA merged) -> 5-beam answer."""
+
+    output_class = MoLM3DOutput
+
+    def __init__(self, encoder, llm, tokenizer, device: str = "cpu", dtype: torch.dtype = torch.float32,
+                 unused_unimol_keys: list[str] | None = None):
+        self.encoder, self.llm, self.tokenizer = encoder, llm, tokenizer  # MolQFormer, LlamaForCausalLM, MoLMTokenizer
         self.device, self.dtype = device, dtype
         self.unused_unimol_keys = unused_unimol_keys or []
 
     @classmethod
-    def from_pretrained(cls, path: str | Path, device: str | None = None, dtype: torch.dtype | None = None,
+    def from_pretrained(cls, path: str | Path, *, device: str = "cpu", dtype: torch.dtype = torch.float32,
                         quantization: str | None = None, seed: int = 0) -> MoLM3DPipeline:
-        """Load from a snapshot folder; ``quantization`` '8bit'/'4bit' needs CUDA + bitsandbytes (untested here)."""
-        from shared.device import pick_device, pick_dtype
+        """Load from a snapshot folder. ``dtype`` is the LLM's (Uni-Mol, the Q-Former and llm_proj stay fp32);
+        ``quantization`` '8bit'/'4bit' needs CUDA + bitsandbytes (untested here); ``seed`` draws the two new
+        embedding rows."""
+        from apps.molm3d.qformer import MolQFormer, QFormerConfig
+        from apps.molm3d.tokenizer import MoLMTokenizer
+        from apps.molm3d.unimol import load_unimol
 
         path = Path(path)
         for rel in (UNIMOL_FILE, GENERALIST_FILE, f"{LLAMA_DIR}/config.json", f"{LLAMA_DIR}/tokenizer.model"):
             if not (path / rel).is_file():
                 raise CheckpointError(f"The 3D-MoLM weights folder is incomplete: {rel} is missing. "
                                       "Run `demohub download molm3d` to fetch the official files.")
-        device = device or pick_device()
-        dtype = dtype or pick_dtype(device)
         unimol, unused = load_unimol(path / UNIMOL_FILE)
         sd = load_checkpoint(path / GENERALIST_FILE)
         lora = {k[len("llm_model."):]: v for k, v in sd.items() if k.startswith("llm_model.")}
@@ -107,66 +178,153 @@ class MoLM3DPipeline:
                              f"{llm.config.hidden_size}")
         return cls(encoder.to(device).eval(), llm, tokenizer, device, dtype, unused)
 
-    def memory_bytes(self) -> int:
-        return sum(t.numel() * t.element_size() for m in (self.encoder, self.llm)
-                   for t in [*m.parameters(), *m.buffers()])
+    @classmethod
+    def check_inputs(cls, molecule, question: str | None = None, task: str | None = None, *,
+                     seed: int | None = conf.DEFAULT_SEED, num_beams: int | None = None,
+                     max_new_tokens: int | None = None, min_new_tokens: int | None = None,
+                     batch: bool = False) -> MoLM3DInputs:
+        """Every check of a request, without weights: each molecule readable with 1-256 heavy atoms (RDKit parse,
+        no 3D embedding yet), at most ``MAX_BATCH`` of them, a known task, a question that is text of at most
+        ``MAX_QUESTION_CHARS`` visible characters (and not empty for a free question), a seed RDKit takes, sensible
+        decoding overrides. Raises ``UserInputError`` naming the argument; returns ``MoLM3DInputs``.
 
-    def __call__(self, molecules, question: str | None = None, task: str | None = None, **kwargs):
-        return self.ask(molecules, question, task, **kwargs)
+        ``molecule``: SMILES, MOL/SDF text, a ``conformer.Molecule`` or ``conformer.Conformer`` (used as given), as
+        ``__call__`` takes it; a list or tuple there is refused, naming ``answer_batch``. With ``batch=True`` it is
+        ``answer_batch``'s ``molecules`` instead: a list or tuple of 1 to ``MAX_BATCH`` such molecules, and errors
+        about it name ``molecules``.
+        With no ``task``, a question is a free question and no question asks for a caption.
+        """
+        checked_types = (conf.Molecule, conf.Conformer)  # Molecule is a NamedTuple: test it before tuple
+        is_list = isinstance(molecule, (list, tuple)) and not isinstance(molecule, checked_types)
+        name = "molecules" if batch else "molecule"
+        with _argument(name):
+            if batch and not is_list:
+                raise UserInputError("answer_batch takes a list of molecules (SMILES strings or SDF/MOL blocks); "
+                                     "for one molecule call the pipeline itself: pipe(molecule, ...).")
+            if not batch and is_list:
+                raise UserInputError("The pipeline answers about one molecule (a SMILES string or an SDF/MOL "
+                                     "block); for a list of molecules call pipe.answer_batch(molecules, ...).")
+            items = list(molecule) if batch else [molecule]
+            if not items:
+                raise UserInputError("No molecule given: pass a list of SMILES strings or SDF/MOL blocks.")
+            if len(items) > MAX_BATCH:
+                raise UserInputError(f"{len(items)} molecules in one call; send at most {MAX_BATCH} at a time.")
+            checked = tuple(m if isinstance(m, checked_types) else conf.parse(m) for m in items)
+        with _argument("question"):
+            if question is not None:
+                check_text(question, "The question", MAX_QUESTION_CHARS, allow_newlines=True)
+        with _argument("task"):
+            spec = get_task(task, question)
+        with _argument("question"):
+            if spec.key == "description" and not (question or "").strip():
+                raise UserInputError("The question is empty: type a question about the molecule, or pick the "
+                                     "'Describe the molecule' task.")
+            if spec.key == "description" and MOL_TOKEN in question:
+                raise UserInputError(f"The question may not contain {MOL_TOKEN}: the prompt adds the molecule "
+                                     "tokens itself.")
+        instruction, notes = instruction_for(spec, question)
+        with _argument("seed"):
+            seed = _whole_number(conf.DEFAULT_SEED if seed in (None, "") else seed, "The conformer seed", 0, MAX_SEED)
+        with _argument("num_beams"):
+            beams = _whole_number(EVAL_DECODING["num_beams"] if num_beams is None else num_beams, "num_beams", 1)
+        with _argument("max_new_tokens"):
+            most = _whole_number(spec.max_new_tokens if max_new_tokens is None else max_new_tokens,
+                                 "max_new_tokens", 1)
+        with _argument("min_new_tokens"):
+            least = (min(spec.min_new_tokens, most) if min_new_tokens is None
+                     else _whole_number(min_new_tokens, "min_new_tokens", 0, most))
+        return MoLM3DInputs(checked, not batch, spec, instruction, tuple(notes), seed, beams, most, least)
+
+    def __call__(self, molecule, question: str | None = None, task: str | None = None, *,
+                 seed: int | None = conf.DEFAULT_SEED, num_beams: int | None = None,
+                 max_new_tokens: int | None = None, min_new_tokens: int | None = None,
+                 callback: Callback | None = None) -> MoLM3DOutput:
+        """Answer ``question`` (or the ``task``'s instruction) about one molecule; ``answer_batch`` for a list.
+
+        Decoding follows the official evaluation (5 beams, repetition penalty 1.2, length penalty 0.8, per-task
+        token limits) unless overridden. ``callback(step, total)``: one step for the conformer, then one per
+        generated token; ``total`` = 1 + ``max_new_tokens``, and the last call is ``(total, total)`` even when the
+        answer ends early.
+        """
+        inputs = self.check_inputs(molecule, question, task, seed=seed, num_beams=num_beams,
+                                   max_new_tokens=max_new_tokens, min_new_tokens=min_new_tokens)
+        return self._answer(inputs, callback)[0]
+
+    def answer_batch(self, molecules, question: str | None = None, task: str | None = None, *,
+                     seed: int | None = conf.DEFAULT_SEED, num_beams: int | None = None,
+                     max_new_tokens: int | None = None, min_new_tokens: int | None = None,
+                     callback: Callback | None = None) -> tuple[MoLM3DOutput, ...]:
+        """``__call__`` for a list of 1 to ``MAX_BATCH`` molecules, one padded ``generate`` for all: one
+        ``MoLM3DOutput`` per molecule, in order, each what ``__call__`` gives for that molecule alone.
+        ``callback``: one step per conformer built, then one per generated token; ``total`` = molecules +
+        ``max_new_tokens``."""
+        inputs = self.check_inputs(molecules, question, task, seed=seed, num_beams=num_beams,
+                                   max_new_tokens=max_new_tokens, min_new_tokens=min_new_tokens, batch=True)
+        return self._answer(inputs, callback)
 
     @torch.no_grad()
-    def ask(self, molecules, question: str | None = None, task: str | None = None, *, seed: int = 42,
-            num_beams: int | None = None, max_new_tokens: int | None = None, min_new_tokens: int | None = None):
-        """Answer ``question`` (or the ``task``'s instruction) about one molecule or a list of them.
+    def _answer(self, inputs: MoLM3DInputs, callback: Callback | None) -> tuple[MoLM3DOutput, ...]:
+        """The model's answers for checked inputs, one per molecule (``__call__`` and ``answer_batch``)."""
+        from transformers import LogitsProcessorList, RepetitionPenaltyLogitsProcessor
 
-        ``molecules``: SMILES, MOL/SDF text or ``conformer.Conformer`` objects. Decoding follows the official
-        evaluation (5 beams, repetition penalty 1.2, length penalty 0.8, per-task token limits) unless overridden.
-        Returns one ``MoLMAnswer`` for one molecule, a list for a list.
-        """
-        single = not isinstance(molecules, (list, tuple))
-        items = [molecules] if single else list(molecules)
-        if not items:
-            raise UserInputError("No molecule given: pass a SMILES string or an SDF/MOL block.")
-        if len(items) > MAX_BATCH:
-            raise UserInputError(f"{len(items)} molecules in one call; send at most {MAX_BATCH} at a time.")
-        spec = get_task(task, question)
-        instruction, notes = instruction_for(spec, question)
+        total = len(inputs.molecules) + inputs.max_new_tokens
+        step = 0
+
+        def advance() -> None:
+            nonlocal step
+            step += 1
+            if callback is not None:
+                callback(step, total)
+
         start = time.perf_counter()
-        confs = [m if isinstance(m, conf.Conformer) else conf.featurize(m, seed=seed) for m in items]
-        prompts = [build_prompt(instruction, c.smiles) for c in confs]
+        confs = []
+        for m in inputs.molecules:
+            with _argument(inputs.argument):  # RDKit may still fail to embed a molecule it could parse
+                confs.append(m if isinstance(m, conf.Conformer) else conf.featurize(m, seed=inputs.seed))
+            advance()
+        prompts = [build_prompt(inputs.instruction, c.smiles) for c in confs]
         embeds, mask = self._inputs(confs, prompts)
+        # The plain penalty over generated ids, as a processor: the prompt is embeddings, so it is not penalised (as
+        # upstream), and transformers 5's own ``repetition_penalty`` would skip as many ids as a row has left
+        # padding, wrongly exempting a padded row's first generated tokens (batch != single).
+        processors = [RepetitionPenaltyLogitsProcessor(EVAL_DECODING["repetition_penalty"]), _StepCounter(advance)]
         out = self.llm.generate(
             inputs_embeds=embeds, attention_mask=mask, do_sample=False,
-            num_beams=num_beams or EVAL_DECODING["num_beams"], length_penalty=EVAL_DECODING["length_penalty"],
-            logits_processor=LogitsProcessorList([RepetitionPenalty(EVAL_DECODING["repetition_penalty"])]),
-            max_new_tokens=max_new_tokens or spec.max_new_tokens,
-            min_new_tokens=spec.min_new_tokens if min_new_tokens is None else min_new_tokens,
+            num_beams=inputs.num_beams, length_penalty=EVAL_DECODING["length_penalty"],
+            logits_processor=LogitsProcessorList(processors),
+            max_new_tokens=inputs.max_new_tokens, min_new_tokens=inputs.min_new_tokens,
             eos_token_id=self.tokenizer.eos_token_id, pad_token_id=self.tokenizer.pad_token_id,
         )
+        if step < total and callback is not None:  # every answer ended before max_new_tokens
+            callback(total, total)
         seconds = (time.perf_counter() - start) / len(confs)
+        spec = inputs.task
         answers = []
         for c, prompt, ids in zip(confs, prompts, out, strict=True):
             text = self.tokenizer.decode(ids.tolist())
-            value = parse_number(text) if spec.numeric else None
-            ref = reference(spec.key, c.mol) if spec.numeric else None
-            answers.append(MoLMAnswer(c.smiles, spec.key, instruction, prompt, text, value, spec.unit, ref,
-                                      [*c.warnings, *notes], seconds))
-        return answers[0] if single else answers
+            answers.append(MoLM3DOutput(
+                smiles=c.smiles, task=spec.key, instruction=inputs.instruction, prompt=prompt, text=text,
+                value=parse_number(text) if spec.numeric else None, unit=spec.unit,
+                reference=reference(spec.key, c.mol) if spec.numeric else None,
+                notes=(*c.warnings, *inputs.notes), seconds=seconds,
+            ))
+        return tuple(answers)
 
     def _inputs(self, confs, prompts) -> tuple[torch.Tensor, torch.Tensor]:
         """Left-padded prompt embeddings with the 8 ``<mol>`` rows replaced by the projected Q-Former output."""
+        from apps.molm3d.unimol import collate
+
         graph = collate(confs, self.device)
         mol_embeds = self.encoder(**graph).to(self.dtype)  # [B, 8, H]
         ids = [self.tokenizer.encode(p) for p in prompts]
-        for row in ids:
-            if row.count(self.tokenizer.mol_token_id) != NUM_MOL_TOKENS:
-                raise UserInputError(f"The prompt must hold exactly {NUM_MOL_TOKENS} molecule tokens; remove "
-                                     "special tokens such as <mol> or [PAD] from the input.")
+        if any(row.count(self.tokenizer.mol_token_id) != NUM_MOL_TOKENS for row in ids):
+            # check_inputs refuses <mol> in questions and SMILES cannot spell it: this is a bug, not the input
+            raise RuntimeError(f"a prompt does not hold exactly {NUM_MOL_TOKENS} molecule tokens")
         width = max(len(r) for r in ids)
         pad = self.tokenizer.pad_token_id
-        tokens = torch.tensor([[pad] * (width - len(r)) + r for r in ids], device=self.device)
-        mask = torch.tensor([[0] * (width - len(r)) + [1] * len(r) for r in ids], device=self.device)
-        embeds = self.llm.get_input_embeddings()(tokens)
-        is_mol = tokens.eq(self.tokenizer.mol_token_id)
+        tokens = torch.tensor([[pad] * (width - len(r)) + r for r in ids], device=self.device)  # [B, T]
+        mask = torch.tensor([[0] * (width - len(r)) + [1] * len(r) for r in ids], device=self.device)  # [B, T]
+        embeds = self.llm.get_input_embeddings()(tokens)  # [B, T, H]
+        is_mol = tokens.eq(self.tokenizer.mol_token_id)  # [B, T], 8 per row
         embeds[is_mol] = mol_embeds.reshape(-1, mol_embeds.shape[-1])
         return embeds, mask

@@ -23,7 +23,7 @@ METHODS = {"molecular_weight": "RDKit Descriptors.MolWt", "logp": "RDKit Crippen
            "tpsa": "RDKit rdMolDescriptors.CalcTPSA"}
 
 
-@dataclass
+@dataclass(frozen=True)
 class PropertyReference:
     key: str
     name: str

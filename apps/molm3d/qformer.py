@@ -53,7 +53,19 @@ class QFormerConfig:
         )
 
 
-class BertSelfAttention(nn.Module):
+# The blocks below follow LAVIS' Q-Former (``lavis/models/blip2_models/Qformer.py``, itself HF transformers'
+# ``modeling_bert`` with cross-attention every ``cross_attention_freq`` layers and a separate FFN for the query
+# tokens). Class names say what each block is; the attribute names (``self``, ``output``, ``dense``, ``LayerNorm``,
+# ``intermediate_query``, ...) are the official ones, because they are the checkpoint's state-dict keys.
+
+
+class QFormerHeads(nn.Module):
+    """Multi-head scaled dot-product attention (LAVIS/HF ``BertSelfAttention``), for self- and cross-attention.
+
+    ``kv_width`` is the width of what keys and values are read from: ``hidden_size`` for self-attention, the Uni-Mol
+    width (``encoder_width``) for cross-attention (HF's ``is_cross_attention``). Keys: ``query``, ``key``, ``value``.
+    """
+
     def __init__(self, cfg: QFormerConfig, kv_width: int):
         super().__init__()
         self.num_heads, self.head_dim = cfg.num_heads, cfg.hidden_size // cfg.num_heads
@@ -62,64 +74,86 @@ class BertSelfAttention(nn.Module):
         self.value = nn.Linear(kv_width, cfg.hidden_size)
 
     def forward(self, x: torch.Tensor, context: torch.Tensor, mask_bias: torch.Tensor | None) -> torch.Tensor:
+        """x [B, Q, H] queries; context [B, N, kv_width] (x itself for self-attention); mask_bias [B, 1, 1, N] added
+        to the scores (0 = attend, dtype min = masked) or None -> [B, Q, H]."""
         b = x.shape[0]
-        split = lambda t: t.view(b, -1, self.num_heads, self.head_dim).transpose(1, 2)
-        q, k, v = split(self.query(x)), split(self.key(context)), split(self.value(context))
-        scores = q @ k.transpose(-1, -2) / self.head_dim**0.5
+        split = lambda t: t.view(b, -1, self.num_heads, self.head_dim).transpose(1, 2)  # [B, L, H] -> [B, nh, L, hd]
+        q, k, v = split(self.query(x)), split(self.key(context)), split(self.value(context))  # [B, nh, Q|N, hd]
+        scores = q @ k.transpose(-1, -2) / self.head_dim**0.5  # [B, nh, Q, N]
         if mask_bias is not None:
             scores = scores + mask_bias
-        out = torch.softmax(scores, dim=-1) @ v
-        return out.transpose(1, 2).reshape(b, -1, self.num_heads * self.head_dim)
+        out = torch.softmax(scores, dim=-1) @ v  # [B, nh, Q, hd]
+        return out.transpose(1, 2).reshape(b, -1, self.num_heads * self.head_dim)  # [B, Q, H]
 
 
-class BertSelfOutput(nn.Module):
+class QFormerAddNorm(nn.Module):
+    """Projection, residual add and LayerNorm (HF ``BertSelfOutput`` after attention, ``BertOutput`` after the FFN,
+    where ``in_dim`` = ``intermediate_size``). Keys: ``dense``, ``LayerNorm``."""
+
     def __init__(self, cfg: QFormerConfig, in_dim: int | None = None):
         super().__init__()
         self.dense = nn.Linear(in_dim or cfg.hidden_size, cfg.hidden_size)
         self.LayerNorm = nn.LayerNorm(cfg.hidden_size, eps=cfg.layer_norm_eps)
 
     def forward(self, h: torch.Tensor, residual: torch.Tensor) -> torch.Tensor:
+        """h [B, Q, in_dim], residual [B, Q, H] -> [B, Q, H]."""
         return self.LayerNorm(self.dense(h) + residual)
 
 
-class BertAttention(nn.Module):
+class QFormerAttention(nn.Module):
+    """Attention plus add & norm (HF ``BertAttention``): self-attention with ``kv_width`` = ``hidden_size``, the
+    cross-attention into Uni-Mol with ``kv_width`` = ``encoder_width``. Keys: ``self.*``, ``output.*``."""
+
     def __init__(self, cfg: QFormerConfig, kv_width: int):
         super().__init__()
-        self.self = BertSelfAttention(cfg, kv_width)
-        self.output = BertSelfOutput(cfg)
+        self.self = QFormerHeads(cfg, kv_width)
+        self.output = QFormerAddNorm(cfg)
 
-    def forward(self, x, context, mask_bias=None):
+    def forward(self, x: torch.Tensor, context: torch.Tensor, mask_bias: torch.Tensor | None = None) -> torch.Tensor:
+        """x [B, Q, H], context [B, N, kv_width] -> [B, Q, H]."""
         return self.output(self.self(x, context, mask_bias), x)
 
 
-class BertIntermediate(nn.Module):
+class QFormerIntermediate(nn.Module):
+    """The FFN's first half, Linear + GELU (HF ``BertIntermediate``). Key: ``dense``."""
+
     def __init__(self, cfg: QFormerConfig):
         super().__init__()
         self.dense = nn.Linear(cfg.hidden_size, cfg.intermediate_size)
 
-    def forward(self, x):
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        """[B, Q, H] -> [B, Q, intermediate_size]."""
         return F.gelu(self.dense(x))
 
 
-class BertLayer(nn.Module):
+class QFormerLayer(nn.Module):
+    """One Q-Former layer on the query tokens (LAVIS ``BertLayer`` with ``query_length`` = all tokens): self-attention,
+    cross-attention into the molecule on layers where ``index % cross_attention_freq == 0``, then the query FFN.
+
+    Keys: ``attention``, ``crossattention`` (those layers only), ``intermediate_query``, ``output_query``; the text
+    FFN (``intermediate``/``output``) is deleted by 3D-MoLM.
+    """
+
     def __init__(self, cfg: QFormerConfig, index: int):
         super().__init__()
-        self.attention = BertAttention(cfg, cfg.hidden_size)
+        self.attention = QFormerAttention(cfg, cfg.hidden_size)
         self.has_cross_attention = index % cfg.cross_attention_freq == 0
         if self.has_cross_attention:
-            self.crossattention = BertAttention(cfg, cfg.encoder_width)
-        self.intermediate_query = BertIntermediate(cfg)
-        self.output_query = BertSelfOutput(cfg, cfg.intermediate_size)
+            self.crossattention = QFormerAttention(cfg, cfg.encoder_width)
+        self.intermediate_query = QFormerIntermediate(cfg)
+        self.output_query = QFormerAddNorm(cfg, cfg.intermediate_size)
 
-    def forward(self, x, graph, graph_bias):
+    def forward(self, x: torch.Tensor, graph: torch.Tensor, graph_bias: torch.Tensor | None) -> torch.Tensor:
+        """x [B, Q, H] queries, graph [B, N, encoder_width] atom reps, graph_bias [B, 1, 1, N] or None -> [B, Q, H]."""
         x = self.attention(x, x)
         if self.has_cross_attention:
             x = self.crossattention(x, graph, graph_bias)
         return self.output_query(self.intermediate_query(x), x)
 
 
-class BertEmbeddings(nn.Module):
-    """Only the LayerNorm survives 3D-MoLM's deletions; ``position_ids`` stays as a (persistent) buffer."""
+class QFormerEmbeddings(nn.Module):
+    """HF ``BertEmbeddings`` after 3D-MoLM's deletions: only the LayerNorm is left (the queries are the input);
+    ``position_ids`` stays as a (persistent) buffer. Keys: ``LayerNorm``, ``position_ids``."""
 
     def __init__(self, cfg: QFormerConfig):
         super().__init__()
@@ -127,17 +161,21 @@ class BertEmbeddings(nn.Module):
         self.register_buffer("position_ids", torch.arange(cfg.max_position_embeddings).unsqueeze(0))
 
 
-class BertEncoder(nn.Module):
+class QFormerEncoder(nn.Module):
+    """The layer stack (HF ``BertEncoder``). Key: ``layer.<i>``."""
+
     def __init__(self, cfg: QFormerConfig):
         super().__init__()
-        self.layer = nn.ModuleList(BertLayer(cfg, i) for i in range(cfg.num_layers))
+        self.layer = nn.ModuleList(QFormerLayer(cfg, i) for i in range(cfg.num_layers))
 
 
-class BertModel(nn.Module):
+class QFormerBert(nn.Module):
+    """The BERT body (HF ``BertModel``, no pooler). Keys: ``embeddings``, ``encoder``."""
+
     def __init__(self, cfg: QFormerConfig):
         super().__init__()
-        self.embeddings = BertEmbeddings(cfg)
-        self.encoder = BertEncoder(cfg)
+        self.embeddings = QFormerEmbeddings(cfg)
+        self.encoder = QFormerEncoder(cfg)
 
 
 class QFormer(nn.Module):
@@ -146,13 +184,14 @@ class QFormer(nn.Module):
     def __init__(self, cfg: QFormerConfig | None = None):
         super().__init__()
         self.config = cfg or QFormerConfig()
-        self.bert = BertModel(self.config)
+        self.bert = QFormerBert(self.config)
 
     def forward(self, query_embeds: torch.Tensor, graph: torch.Tensor, graph_keep: torch.Tensor | None):
         """query_embeds [B, Q, H], graph [B, N, W], graph_keep [B, N] (True = real atom) or None -> [B, Q, H]."""
         bias = None
         if graph_keep is not None:  # 1 = attend, as the Q-Former expects (upstream passed the inverse, #8)
-            bias = (~graph_keep)[:, None, None, :].to(query_embeds.dtype) * torch.finfo(query_embeds.dtype).min
+            masked = (~graph_keep)[:, None, None, :].to(query_embeds.dtype)  # [B, 1, 1, N], 1 = padding
+            bias = masked * torch.finfo(query_embeds.dtype).min
         x = self.bert.embeddings.LayerNorm(query_embeds)
         for layer in self.bert.encoder.layer:
             x = layer(x, graph, bias)
@@ -172,9 +211,10 @@ class MolQFormer(nn.Module):
         self.llm_proj = nn.Linear(qformer_cfg.hidden_size, qformer_cfg.llm_hidden_size)
 
     def forward(self, atoms: torch.Tensor, distances: torch.Tensor, edge_types: torch.Tensor) -> torch.Tensor:
-        reps, padding_mask = self.graph_encoder(atoms, distances, edge_types)
+        """atoms [B, N], distances [B, N, N], edge_types [B, N, N] -> [B, Q, llm_hidden_size]."""
+        reps, padding_mask = self.graph_encoder(atoms, distances, edge_types)  # [B, N, W], [B, N]
         reps = self.ln_graph(reps)
         # An unpadded batch passes no mask, exactly as the notebook's batch-1 call; a padded one masks the pads.
         keep = ~padding_mask if bool(padding_mask.any()) else None
-        queries = self.Qformer(self.query_tokens.expand(atoms.shape[0], -1, -1), reps, keep)
+        queries = self.Qformer(self.query_tokens.expand(atoms.shape[0], -1, -1), reps, keep)  # [B, Q, H]
         return self.llm_proj(queries)

@@ -9,7 +9,6 @@ import re
 from dataclasses import dataclass
 
 from shared.errors import UserInputError
-from shared.validation import check_text
 
 NUM_MOL_TOKENS = 8
 MOL_TOKEN = "<mol>"
@@ -61,7 +60,9 @@ EVAL_DECODING = {"num_beams": 5, "repetition_penalty": 1.2, "length_penalty": 0.
 def get_task(task: str | None, question: str | None) -> Task:
     """``task`` by key or label; with no task, a question means a free question and no question a caption."""
     if not task:
-        return TASKS["description"] if (question or "").strip() else TASKS["caption"]
+        return TASKS["description"] if isinstance(question, str) and question.strip() else TASKS["caption"]
+    if not isinstance(task, str):
+        raise UserInputError(f"The task must be text (one of: {', '.join(TASKS)}), not {type(task).__name__}.")
     for t in TASKS.values():
         if task.strip().lower() in (t.key, t.label.lower()):
             return t
@@ -69,18 +70,17 @@ def get_task(task: str | None, question: str | None) -> Task:
 
 
 def instruction_for(task: Task, question: str | None = None) -> tuple[str, list[str]]:
-    """The instruction text the model was trained on for ``task``, and notes about changes made to it."""
+    """The instruction text the model was trained on for ``task``, and notes about changes made to it.
+
+    ``question`` is one ``MoLM3DPipeline.check_inputs`` accepted; a free question is cut to 64 characters, as in
+    training (with a note saying so).
+    """
     notes: list[str] = []
     if task.key == "caption":
         return "Describe the input molecule.", notes
     if task.numeric:
         return f"What is the {task.property_name} of this molecule? {PROPERTY_SUFFIX}", notes
-    question = " ".join(check_text(question or "", "The question", MAX_QUESTION_CHARS, allow_newlines=True).split())
-    if not question:
-        raise UserInputError("The question is empty: type a question about the molecule, or pick the "
-                             "'Describe the molecule' task.")
-    if MOL_TOKEN in question:
-        raise UserInputError(f"The question may not contain {MOL_TOKEN}: the prompt adds the molecule tokens itself.")
+    question = " ".join((question or "").split())
     if len(question) > MAX_DESCRIPTION_INSTRUCTION:
         notes.append(f"3D-MoLM was trained with description instructions cut to {MAX_DESCRIPTION_INSTRUCTION} "
                      f"characters, so the question was shortened to {question[:MAX_DESCRIPTION_INSTRUCTION]!r}.")

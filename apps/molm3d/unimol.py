@@ -63,7 +63,8 @@ class GaussianLayer(nn.Module):
         self.bias = nn.Embedding(num_edge_types, 1)
 
     def forward(self, dist: torch.Tensor, edge_type: torch.Tensor) -> torch.Tensor:
-        x = self.mul(edge_type).type_as(dist) * dist.unsqueeze(-1) + self.bias(edge_type).type_as(dist)
+        """dist [B, N, N], edge_type [B, N, N] -> K Gaussian kernels of the per-edge-type scaled distance."""
+        x = self.mul(edge_type).type_as(dist) * dist.unsqueeze(-1) + self.bias(edge_type).type_as(dist)  # [B, N, N, 1]
         mean = self.means.weight.float().view(-1)
         std = self.stds.weight.float().view(-1).abs() + 1e-5
         return gaussian(x.float(), mean, std).type_as(self.means.weight)  # [B, N, N, K]
@@ -87,14 +88,15 @@ class SelfMultiheadAttention(nn.Module):
         self.out_proj = nn.Linear(dim, dim)
 
     def forward(self, x: torch.Tensor, attn_bias: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        """``attn_bias`` [B*H, N, N] (padding already -inf); returns output and the new logits (pair rep)."""
+        """x [B, N, D]; ``attn_bias`` [B*nh, N, N] (padding already -inf) -> (output [B, N, D], the new logits
+        [B*nh, N, N]: the pair representation the next layer takes as its bias)."""
         b, n, d = x.shape
-        q, k, v = self.in_proj(x).chunk(3, dim=-1)
+        q, k, v = self.in_proj(x).chunk(3, dim=-1)  # each [B, N, D]
         q, k, v = (t.view(b, n, self.num_heads, self.head_dim).transpose(1, 2).reshape(b * self.num_heads, n, -1)
-                   for t in (q, k, v))
-        logits = torch.bmm(q * self.head_dim**-0.5, k.transpose(1, 2)) + attn_bias
-        out = torch.bmm(torch.softmax(logits.float(), dim=-1).type_as(v), v)
-        out = out.view(b, self.num_heads, n, self.head_dim).transpose(1, 2).reshape(b, n, d)
+                   for t in (q, k, v))  # each [B*nh, N, hd]
+        logits = torch.bmm(q * self.head_dim**-0.5, k.transpose(1, 2)) + attn_bias  # [B*nh, N, N]
+        out = torch.bmm(torch.softmax(logits.float(), dim=-1).type_as(v), v)  # [B*nh, N, hd]
+        out = out.view(b, self.num_heads, n, self.head_dim).transpose(1, 2).reshape(b, n, d)  # [B, N, D]
         return self.out_proj(out), logits
 
 
@@ -108,6 +110,7 @@ class EncoderLayer(nn.Module):
         self.final_layer_norm = nn.LayerNorm(cfg.embed_dim)
 
     def forward(self, x: torch.Tensor, pair: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """Pre-LN block: x [B, N, D], pair [B*nh, N, N] -> (x [B, N, D], pair [B*nh, N, N])."""
         h, pair = self.self_attn(self.self_attn_layer_norm(x), pair)
         x = x + h
         x = x + self.fc2(F.gelu(self.fc1(self.final_layer_norm(x))))
@@ -122,9 +125,11 @@ class TransformerEncoderWithPair(nn.Module):
         self.final_layer_norm = nn.LayerNorm(cfg.embed_dim)
 
     def forward(self, x: torch.Tensor, pair: torch.Tensor, padding_mask: torch.Tensor) -> torch.Tensor:
+        """x [B, N, D] atom embeddings, pair [B*nh, N, N] distance bias, padding_mask [B, N] -> [B, N, D]."""
         b, n, _ = x.shape
         x = self.emb_layer_norm(x) * (~padding_mask).unsqueeze(-1).type_as(x)
-        pair = pair.view(b, -1, n, n).masked_fill(padding_mask[:, None, None, :], float("-inf")).view(-1, n, n)
+        pair = pair.view(b, -1, n, n).masked_fill(padding_mask[:, None, None, :], float("-inf"))  # [B, nh, N, N]
+        pair = pair.view(-1, n, n)  # [B*nh, N, N]
         for layer in self.layers:
             x, pair = layer(x, pair)
         return self.final_layer_norm(x)
@@ -147,8 +152,8 @@ class UniMolEncoder(nn.Module):
         padding_mask = atoms.eq(self.padding_idx)
         x = self.embed_tokens(atoms)
         n = atoms.shape[1]
-        bias = self.gbf_proj(self.gbf(distances, edge_types))  # [B, N, N, H]
-        bias = bias.permute(0, 3, 1, 2).reshape(-1, n, n).type_as(x)
+        bias = self.gbf_proj(self.gbf(distances, edge_types))  # [B, N, N, K] kernels -> [B, N, N, nh]
+        bias = bias.permute(0, 3, 1, 2).reshape(-1, n, n).type_as(x)  # [B*nh, N, N]
         reps = self.encoder(x, bias, padding_mask)
         return reps.masked_fill(padding_mask.unsqueeze(-1), 0.0), padding_mask
 

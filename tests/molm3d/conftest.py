@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from apps.molm3d.pipeline import MoLM3DPipeline
-from apps.molm3d.tiny import build_tiny_snapshot
+from tests.fixtures.tiny_molm3d import build_tiny_snapshot
 
 
 @pytest.fixture(scope="session")

@@ -30,7 +30,7 @@ def test_ask_endpoint(served_url):
     params = [p["parameter_name"] for p in api["named_endpoints"]["/ask"]["parameters"]]
     assert params == ["smiles", "question"]
     result = client.predict("CN1C=NC2=C1C(=O)N(C(=O)N2C)C", "tpsa", api_name="/ask")
-    assert result["task"] == "tpsa" and result["rdkit_reference"] == pytest.approx(61.82, abs=0.01)
+    assert result["task"] == "tpsa" and result["reference"]["value"] == pytest.approx(61.82, abs=0.01)
     assert result["instruction"].startswith("What is the Topological Polar Surface Area of this molecule?")
     with pytest.raises(Exception, match="not a valid SMILES"):
         client.predict("C1CC(", "", api_name="/ask")

@@ -12,8 +12,8 @@ import torch
 from apps.molm3d.conformer import featurize
 from apps.molm3d.llm import LORA_TARGETS, lora_pairs
 from apps.molm3d.qformer import MolQFormer, QFormer, QFormerConfig
-from apps.molm3d.tiny import TINY_QFORMER, TINY_UNIMOL
 from apps.molm3d.unimol import GaussianLayer, UniMolConfig, UniMolEncoder, collate
+from tests.fixtures.tiny_molm3d import TINY_QFORMER, TINY_UNIMOL
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "molm3d"
 

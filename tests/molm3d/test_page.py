@@ -1,4 +1,5 @@
-"""The Gradio page: builds and renders without weights, no heavy imports at import, views work offline."""
+"""The Gradio page and its actions: builds and renders without weights, no heavy imports at import, views work
+offline."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ import sys
 import gradio as gr
 import pytest
 
-from apps.molm3d import DEMO
+from apps.molm3d import DEMO, actions
 from apps.molm3d import page as molm_page
 from shared.context import DemoContext
 from shared.errors import UserInputError, WeightsUnavailable
@@ -25,7 +26,7 @@ def offline_ctx(tmp_path, monkeypatch):
 
 
 def test_page_module_imports_no_torch_or_rdkit():
-    code = ("import sys, apps.molm3d.page, apps.molm3d.tasks; "
+    code = ("import sys, apps.molm3d.page, apps.molm3d.actions, apps.molm3d.tasks; "
             "bad = [m for m in ('torch', 'rdkit', 'transformers') if m in sys.modules]; assert not bad, bad")
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert result.returncode == 0, result.stderr[-2000:]
@@ -47,11 +48,13 @@ def test_builds_and_renders_without_weights(offline_ctx):
 
 
 def test_show_works_without_weights(offline_ctx):
-    page = molm_page.MoLM3DPage(offline_ctx)
-    depiction, viewer, rows, info, conf = page.show("CC(=O)OC(CC(=O)[O-])C[N+](C)(C)C")
+    view = actions.show("CC(=O)OC(CC(=O)[O-])C[N+](C)(C)C")
+    depiction, viewer, info, conf = view.depiction, view.viewer, view.info, view.conformer
     assert depiction.startswith("<svg") and "</svg>" in depiction
     assert viewer.count("<circle") == conf.num_heavy_atoms == 14 and viewer.count("<line") == 13
-    assert "14 heavy atoms" in info and rows[0][1] == "203.24 g/mol"
+    assert "14 heavy atoms" in info and actions.table_rows(view)[0][1] == "203.24 g/mol"
+    shown = actions.page_outputs(view)
+    assert shown[:2] == (depiction, viewer) and "203.24 g/mol" in shown[2] and shown[3] == info
 
 
 def test_viewer_script_is_self_contained():
@@ -63,42 +66,46 @@ def test_viewer_script_is_self_contained():
 
 def test_asking_without_weights_says_how_to_download(offline_ctx):
     with pytest.raises(WeightsUnavailable, match="demohub download molm3d"):
-        molm_page.MoLM3DPage(offline_ctx).ask("CCO", None, "logp")
+        actions.ask(offline_ctx, "CCO", None, "logp")
     with pytest.raises(gr.Error, match="demohub download molm3d"):
         from apps.ui import user_errors
 
-        user_errors(molm_page.MoLM3DPage(offline_ctx).ask_api)("CCO", "logp")
+        user_errors(actions.ask_api)(offline_ctx, "CCO", "logp")
 
 
 def test_sdf_upload_and_bad_files(offline_ctx, tmp_path):
     from rdkit import Chem
     from rdkit.Chem import AllChem
 
-    page = molm_page.MoLM3DPage(offline_ctx)
     mol = Chem.AddHs(Chem.MolFromSmiles("c1ccccc1O"))
     AllChem.EmbedMolecule(mol, randomSeed=1)
     good = tmp_path / "phenol.sdf"
     writer = Chem.SDWriter(str(good))
     writer.write(mol)
     writer.close()
-    *_, conf = page.show("ignored because a file is given", str(good))
+    conf = actions.show("ignored because a file is given", str(good)).conformer
     assert conf.from_file_coordinates and conf.num_heavy_atoms == 7
     broken = tmp_path / "broken.sdf"
     broken.write_text(good.read_text().replace("V2000", "V2000\nnot a bond line at all", 1)[:400] + "\nM  END\n")
-    with pytest.raises(UserInputError, match="SDF/MOL file could not be read"):
-        page.show("", str(broken))
+    with pytest.raises(UserInputError, match="SDF/MOL file could not be read") as info:
+        actions.show("", str(broken))
+    assert info.value.argument == "sdf"  # the validator marks the file input, not the SMILES box
     binary = tmp_path / "binary.sdf"
     binary.write_bytes(b"\xff\xfe\x00\x81" * 100)
-    with pytest.raises(UserInputError, match="not a text SDF/MOL"):
-        page.show("", str(binary))
+    with pytest.raises(UserInputError, match="not a text SDF/MOL") as info:
+        actions.show("", str(binary))
+    assert info.value.argument == "sdf"
 
 
 def test_page_ask_end_to_end_on_tiny_weights(tiny_as_bundled):
-    page = molm_page.MoLM3DPage(DemoContext(DEMO, ModelPool(budget_bytes=10**9)))
-    result = page.ask_api("CC(=O)Oc1ccccc1C(=O)O", "Molecular Weight")
-    assert result["task"] == "molecular_weight" and result["rdkit_reference"] == pytest.approx(180.159, abs=1e-3)
-    assert isinstance(result["answer"], str) and result["instruction"].startswith("What is the Molecular Weight")
+    ctx = DemoContext(DEMO, ModelPool(budget_bytes=10**9))
+    result = actions.ask_api(ctx, "CC(=O)Oc1ccccc1C(=O)O", "Molecular Weight")
+    assert result["task"] == "molecular_weight" and result["reference"]["value"] == pytest.approx(180.159, abs=1e-3)
+    assert isinstance(result["text"], str) and result["instruction"].startswith("What is the Molecular Weight")
     steps = []
-    *_, rows, _, answer_md = page.ask("CCO", None, "caption", "", None, 42, lambda f, text: steps.append(f))
-    assert "Describe the input molecule." in answer_md and rows[0][1] == "46.07 g/mol"
-    assert steps == sorted(steps) and len(steps) == 3
+    view, answer = actions.ask(ctx, "CCO", None, "caption", "", None, 42,
+                               callback=lambda step, total: steps.append((step, total)))
+    *_, table, _, answer_md = actions.page_outputs(view, answer)
+    assert "Describe the input molecule." in answer_md and "46.07 g/mol" in table
+    assert actions.table_rows(view, answer)[0][1] == "46.07 g/mol"
+    assert [s for s, _ in steps] == sorted({s for s, _ in steps}) and steps[-1] == (1 + 128, 1 + 128)

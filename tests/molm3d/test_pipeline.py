@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 import shutil
 
 import pytest
@@ -10,7 +11,7 @@ from transformers import RepetitionPenaltyLogitsProcessor
 
 from apps.molm3d import DEMO
 from apps.molm3d.conformer import featurize
-from apps.molm3d.pipeline import MoLM3DPipeline, MoLMAnswer
+from apps.molm3d.pipeline import MoLM3DOutput, MoLM3DPipeline
 from apps.molm3d.tasks import MAX_DESCRIPTION_INSTRUCTION, parse_number
 from apps.molm3d.unimol import UNUSED_PREFIXES
 from shared import weights
@@ -48,8 +49,8 @@ def test_single_molecule_passes_no_qformer_mask(tiny_pipe):
     seen = []
     hook = tiny_pipe.encoder.Qformer.register_forward_pre_hook(lambda m, args: seen.append(args[2]))
     try:
-        tiny_pipe.ask(ASPIRIN, task="logp", **FAST)
-        tiny_pipe.ask([ASPIRIN, "CCO"], task="logp", **FAST)
+        tiny_pipe(ASPIRIN, task="logp", **FAST)
+        tiny_pipe.answer_batch([ASPIRIN, "CCO"], task="logp", **FAST)
     finally:
         hook.remove()
     assert seen[0] is None
@@ -60,9 +61,10 @@ def test_single_molecule_passes_no_qformer_mask(tiny_pipe):
 def test_batch_gives_the_same_answers_as_one_at_a_time(tiny_pipe):
     molecules = [ASPIRIN, "CCO", CAFFEINE]
     settings = {"num_beams": 1, "max_new_tokens": 10, "min_new_tokens": 10}
-    batch = tiny_pipe.ask(molecules, "What is the solubility of this molecule?", **settings)
-    single = [tiny_pipe.ask(m, "What is the solubility of this molecule?", **settings) for m in molecules]
+    batch = tiny_pipe.answer_batch(molecules, "What is the solubility of this molecule?", **settings)
+    single = [tiny_pipe(m, "What is the solubility of this molecule?", **settings) for m in molecules]
     assert [a.text for a in batch] == [a.text for a in single]
+    assert batch == tuple(single)  # every field, not only the text (``seconds`` is not compared)
     assert len({a.text for a in single}) > 1  # the molecules really differ in what the model sees
 
 
@@ -76,10 +78,10 @@ def test_property_answer_uses_official_decoding_and_rdkit_reference(tiny_pipe):
 
     tiny_pipe.llm.generate = recording_generate
     try:
-        answer = tiny_pipe.ask(CAFFEINE, task="molecular_weight")
+        answer = tiny_pipe(CAFFEINE, task="molecular_weight")
     finally:
         del tiny_pipe.llm.generate
-    assert isinstance(answer, MoLMAnswer) and answer.task == "molecular_weight" and answer.unit == "g/mol"
+    assert isinstance(answer, MoLM3DOutput) and answer.task == "molecular_weight" and answer.unit == "g/mol"
     kw = calls[0]
     penalties = [p.penalty for p in kw["logits_processor"] if isinstance(p, RepetitionPenaltyLogitsProcessor)]
     assert (kw["num_beams"], penalties, kw["length_penalty"]) == (5, [1.2], 0.8)
@@ -97,8 +99,8 @@ def test_caption_limits_and_long_questions(tiny_pipe):
     tiny_pipe.llm.generate = lambda **kw: calls.append(kw) or generate(**{**kw, "max_new_tokens": 2,
                                                                             "min_new_tokens": 0, "num_beams": 1})
     try:
-        caption = tiny_pipe.ask("CCO")
-        long_q = tiny_pipe.ask("CCO", "Which functional groups does this molecule have, and how do they react?")
+        caption = tiny_pipe("CCO")
+        long_q = tiny_pipe("CCO", "Which functional groups does this molecule have, and how do they react?")
     finally:
         del tiny_pipe.llm.generate
     assert caption.task == "caption" and caption.instruction == "Describe the input molecule."
@@ -115,13 +117,31 @@ def test_parse_number():
 @pytest.mark.parametrize("molecules, kwargs, message", [
     ([], {}, "No molecule"),
     (["CCO"] * 17, {}, "at most 16"),
+    (["CCO", "C1CC"], {"task": "logp"}, "not a valid SMILES"),
     ("CCO", {"question": "What is <mol>?"}, "may not contain"),
     ("CCO", {"task": "melting point"}, "Unknown task"),
     ("C1CC", {"task": "logp"}, "not a valid SMILES"),
 ])
 def test_pipeline_bad_input(tiny_pipe, molecules, kwargs, message):
-    with pytest.raises(UserInputError, match=message):
-        tiny_pipe.ask(molecules, **kwargs)
+    ask = tiny_pipe.answer_batch if isinstance(molecules, list) else tiny_pipe
+    with pytest.raises(UserInputError, match=message) as info:
+        ask(molecules, **kwargs)
+    assert info.value.argument in inspect.signature(ask).parameters
+
+
+@pytest.mark.parametrize("molecules", [[ASPIRIN, "CCO"], (ASPIRIN,), []], ids=["list", "tuple", "empty"])
+def test_a_list_given_to_call_is_refused_naming_answer_batch(tiny_pipe, molecules):
+    ran = []
+    tiny_pipe.llm.generate = lambda **kw: ran.append(kw)
+    try:
+        with pytest.raises(UserInputError, match=r"for a list of molecules call pipe\.answer_batch\(molecules") as info:
+            tiny_pipe(molecules, task="logp", **FAST)
+    finally:
+        del tiny_pipe.llm.generate
+    assert info.value.argument == "molecule" and ran == []
+    with pytest.raises(UserInputError, match="for one molecule call the pipeline itself") as info:
+        tiny_pipe.answer_batch(ASPIRIN, task="logp", **FAST)
+    assert info.value.argument == "molecules"
 
 
 def test_incomplete_snapshot_says_how_to_download(tmp_path):
@@ -147,5 +167,5 @@ def test_resolve_from_hf_cache_layout_and_load_through_context(tiny_snapshot, tm
     ctx = DemoContext(DEMO, ModelPool(budget_bytes=10**9))
     pipe = ctx.pipeline()
     assert ctx.pipeline() is pipe and (DEMO.id, "generalist") in ctx.pool
-    answer = pipe.ask("CCO", task="tpsa", **FAST)
+    answer = pipe("CCO", task="tpsa", **FAST)
     assert answer.reference.value == pytest.approx(20.23, abs=0.01)

@@ -10,9 +10,9 @@ import pytest
 import torch
 from rdkit import Chem
 
-from apps.molm3d import DEMO
-from apps.molm3d.page import MoLM3DPage, answer_markdown
-from apps.molm3d.pipeline import MoLMAnswer
+from apps.molm3d import DEMO, actions
+from apps.molm3d.actions import answer_markdown
+from apps.molm3d.pipeline import MoLM3DOutput
 from apps.molm3d.properties import reference, reference_rows
 from apps.molm3d.tasks import TASKS, instruction_for, parse_number
 from shared.context import DemoContext, load_pipeline
@@ -61,12 +61,12 @@ def test_cpu_default_loads_the_llm_in_bf16_and_keeps_the_encoder_fp32(tiny_snaps
     embeds, _ = pipe._inputs([conf], [build_prompt("Describe the input molecule.", conf.smiles)])
     assert embeds.dtype == torch.bfloat16
 
-    first = pipe.ask(ASPIRIN, task="molecular_weight", seed=42)  # the official decoding: 5 beams, 16-64 tokens
-    second = pipe.ask(ASPIRIN, task="molecular_weight", seed=42)
+    first = pipe(ASPIRIN, task="molecular_weight", seed=42)  # the official decoding: 5 beams, 16-64 tokens
+    second = pipe(ASPIRIN, task="molecular_weight", seed=42)
     assert isinstance(first.text, str) and first.text.strip()
     assert second.text == first.text and second.value == first.value and second.prompt == first.prompt
     question = "What is the solubility of this molecule?"
-    assert pipe.ask(ASPIRIN, question, seed=7).text == pipe.ask(ASPIRIN, question, seed=7).text
+    assert pipe(ASPIRIN, question, seed=7).text == pipe(ASPIRIN, question, seed=7).text
 
 
 # task, RDKit column, RDKit value, how RDKit computes it
@@ -82,7 +82,7 @@ COMPUTABLE = [
 def test_real_tiny_answer_without_a_number_still_reports_rdkit(bundled_cpu_default, task, row_name, rdkit_text,
                                                                rdkit_value, method):
     ctx = bundled_cpu_default
-    answer = ctx.pipeline().ask(ASPIRIN, task=task, seed=42)
+    answer = ctx.pipeline()(ASPIRIN, task=task, seed=42)
     # The tiny random model writes byte soup: no decimal number in it, so nothing to compare.
     assert parse_number(answer.text) is None, answer.text
     assert answer.value is None and answer.difference is None
@@ -90,17 +90,21 @@ def test_real_tiny_answer_without_a_number_still_reports_rdkit(bundled_cpu_defau
     markdown = answer_markdown(answer)
     assert f"**3D-MoLM:** {html.escape(answer.text)}" in markdown
     assert "**Parsed value:**" not in markdown and "difference" not in markdown
-    assert f"**RDKit reference:** {method}" in markdown
+    # no number from the model: RDKit's value is still shown, with how it was computed
+    assert f"**RDKit reference:** {html.escape(rdkit_text)} · {method}" in markdown
 
-    page = MoLM3DPage(ctx)
-    *_, rows, _, page_markdown = page.ask(ASPIRIN, None, task, "", None, 42)
-    assert page_markdown == markdown  # the same conformer seed, the same answer
+    view, page_answer = actions.ask(ctx, ASPIRIN, None, task, "", None, 42)
+    assert answer_markdown(page_answer) == markdown  # the same conformer seed, the same answer
+    rows = actions.table_rows(view, page_answer)
     by_name = {row[0]: row for row in rows}
     assert by_name[row_name] == [row_name, rdkit_text, "", "", method]
     assert all(row[2] == row[3] == "" for row in rows)  # no model value anywhere
-    api = page.ask_api(ASPIRIN, task)
-    assert (api["task"], api["answer"], api["value"], api["difference"]) == (task, answer.text, None, None)
-    assert api["rdkit_reference"] == pytest.approx(rdkit_value, abs=1e-3)
+    headers, shown = actions.comparison_table(rows)  # so the page shows no empty model columns
+    assert headers == ("Property", "RDKit", "Reference method") and (row_name, rdkit_text, method) in shown
+    api = actions.ask_api(ctx, ASPIRIN, task)
+    assert (api["task"], api["text"], api["value"], api["difference"]) == (task, answer.text, None, None)
+    assert api["reference"]["value"] == pytest.approx(rdkit_value, abs=1e-3)
+    assert api == answer.to_dict()
 
 
 @pytest.mark.parametrize("task, text, value, model_text, difference, diff_text", [
@@ -110,12 +114,13 @@ def test_real_tiny_answer_without_a_number_still_reports_rdkit(bundled_cpu_defau
     ("tpsa", "63.6", 63.6, "63.60", 0.0, "+0.00"),
     ("molecular_weight", "about 190 g/mol", None, "", None, ""),  # only decimals count, as the official scorer
     ("homo", "The HOMO is -5.76 eV.", -5.76, "-5.76", None, ""),  # RDKit has no HOMO: nothing to subtract
-], ids=["weight", "negative-logp", "tpsa-equal", "integer-only", "homo-no-rdkit"])
+    ("logp", "The LogP is about one.", None, "", None, ""),  # unitless, and no number from the model
+], ids=["weight", "negative-logp", "tpsa-equal", "integer-only", "homo-no-rdkit", "logp-no-number"])
 def test_difference_on_a_crafted_answer(task, text, value, model_text, difference, diff_text):
     mol = Chem.MolFromSmiles(ASPIRIN)
     spec = TASKS[task]
-    # What MoLM3DPipeline.ask builds from a decoded answer: parse_number(text) and reference(task, mol).
-    answer = MoLMAnswer(ASPIRIN, task, instruction_for(spec)[0], "", text, parse_number(text), spec.unit,
+    # What MoLM3DPipeline.__call__ builds from a decoded answer: parse_number(text) and reference(task, mol).
+    answer = MoLM3DOutput(ASPIRIN, task, instruction_for(spec)[0], "", text, parse_number(text), spec.unit,
                         reference(task, mol))
     assert answer.value == value
     if difference is None:
@@ -135,3 +140,8 @@ def test_difference_on_a_crafted_answer(task, text, value, model_text, differenc
                          rf"{re.escape(diff_text)}\)", markdown), markdown
     else:
         assert "difference" not in markdown
+    if answer.reference.value is not None:  # RDKit's value is shown whether or not the model gave a number
+        assert f"**RDKit reference:** {html.escape(row[1])} " in markdown, markdown
+    else:
+        assert f"**RDKit reference:** {html.escape(answer.reference.method)}" in markdown
+    assert "  " not in markdown, markdown  # no double space where a property has no unit
