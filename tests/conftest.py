@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import atexit
+import contextlib
 import os
 import shutil
 import socket
 import tempfile
+from pathlib import Path
 
 import pytest
 
@@ -18,13 +20,47 @@ atexit.register(shutil.rmtree, _SCRATCH, True)
 os.environ["HF_HOME"] = os.path.join(_SCRATCH, "hf-home")
 os.environ.pop("HF_HUB_CACHE", None)
 os.environ["DEMOHUB_STATE_DIR"] = os.path.join(_SCRATCH, "state")
-os.environ["DEMOHUB_WEIGHTS_LOCK"] = os.path.join(_SCRATCH, "state", "weights.lock")  # never the checkout's
+_WEIGHTS_LOCK = os.path.join(_SCRATCH, "state", "weights.lock")
+os.environ["DEMOHUB_WEIGHTS_LOCK"] = _WEIGHTS_LOCK  # never the checkout's
 
 
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
+
+
+@contextlib.contextmanager
+def serve_page(blocks):
+    """``blocks`` queued and launched on a free local port for the ``with`` body; yields its URL."""
+    blocks.queue()
+    _, url, _ = blocks.launch(server_port=free_port(), prevent_thread_lock=True, quiet=True)
+    try:
+        yield url
+    finally:
+        blocks.close()
+
+
+@pytest.fixture
+def no_weights_touched(monkeypatch):
+    """Any attempt to find, download or load a demo's weights fails the test (for ``check_inputs``, validators)."""
+    import apps
+    from shared import weights
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("weights were looked for")
+
+    monkeypatch.setattr(weights, "resolve", refuse)
+    monkeypatch.setattr(weights, "download", refuse)
+    for demo in apps.DEMOS:
+        monkeypatch.setattr(demo.pipeline_class(), "from_pretrained", classmethod(refuse))
+
+
+@pytest.fixture(autouse=True)
+def nothing_pinned():
+    """Each test starts with no weights pinned: a download in one test (which records its commit in the weights lock)
+    must not pin the weights another test resolves."""
+    Path(_WEIGHTS_LOCK).unlink(missing_ok=True)
 
 
 @pytest.fixture(autouse=True, scope="session")
@@ -58,9 +94,9 @@ def hub_url(tmp_path_factory):
 def tiny_root(tmp_path_factory):
     """Tiny checkpoints of Tag2Text, 3D-MoLM and GeoDiffusion (nuImages 256) in the official layouts, as a
     ``DEMOHUB_CHECKPOINTS`` root."""
-    from apps.molm3d.tiny import build_tiny_snapshot
-    from apps.tag2text.checkpoint import write_tiny_checkpoint
-    from tests.geodiffusion.tiny_checkpoint import build_tiny_checkpoint
+    from tests.fixtures.tiny_geodiffusion import build_tiny_checkpoint
+    from tests.fixtures.tiny_molm3d import build_tiny_snapshot
+    from tests.fixtures.tiny_tag2text import write_tiny_checkpoint
 
     root = tmp_path_factory.mktemp("tiny-checkpoints")
     write_tiny_checkpoint(root / "tag2text" / "tag2text-swin-14m")

@@ -66,7 +66,7 @@ TAG2TEXT = [
     ("empty-batch", "/tag_batch", ([], 0.68, ""), ["image"]),
     ("batch-of-non-images", "/tag_batch", (["{file:text.png}", "{file:binary.jpg}"], 0.68, ""), ["image"]),
     ("batch-with-bomb", "/tag_batch", (["{file:bomb.png}"], 0.68, ""), ["pixels"]),
-    ("batch-threshold-string", "/tag_batch", (["{file:ok.png}"], "high", ""), ["float", "high"]),
+    ("batch-threshold-string", "/tag_batch", (["{file:ok.png}"], "high", ""), ["threshold", "high"]),
 ]
 
 MOLM3D = [

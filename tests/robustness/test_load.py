@@ -31,8 +31,8 @@ def test_64_concurrent_requests(robust_hub, tmp_path):
     assert len(results) == 64 and all(r is not None for r in results), "no request lost"
     for i, result in enumerate(results):
         if i % 2:
-            chips, caption, echoed, scores = result
-            assert caption.strip() and echoed == f"tag{i}", "each request got its own answer"
+            answer = result["results"][0]
+            assert answer["caption"].strip() and answer["user_tags"] == [f"tag{i}"], "each request got its own answer"
         else:
             assert result, "PraX answered"
     stats = pool.stats()
@@ -78,7 +78,7 @@ def test_a_budget_for_one_model_evicts_the_other_and_reloads_it(robust_hub, tmp_
         spec = [Example(e["string"], e["label"]) for e in PRAX_SPEC]
         assert all(consistent(c["program"], spec) for c in first["candidates"])
 
-        _, caption, _, _ = client.predict(image, 0.0, "", api_name="/tag_image")
+        caption = client.predict(image, 0.0, "", api_name="/tag_image")["results"][0]["caption"]
         after_tag2text = pool.stats()
         assert caption.strip()
         assert list(after_tag2text.loaded) == [TAG2TEXT_KEY], "loading Tag2Text evicted PraX"

@@ -62,8 +62,8 @@ def test_tag2text_upload_and_caption(person, tmp_path):
 
 def test_molm3d_ask_about_the_default_molecule(person, robust_hub, tmp_path):
     from apps import get_demo
+    from apps.molm3d.actions import EXAMPLES
     from apps.molm3d.conformer import featurize
-    from apps.molm3d.page import EXAMPLES
     from shared.context import DemoContext
 
     person.goto(f"{person.base}/molm3d")
@@ -74,8 +74,8 @@ def test_molm3d_ask_about_the_default_molecule(person, robust_hub, tmp_path):
     expect(answer).to_contain_text("Instruction: Describe the input molecule.", timeout=180_000)
     # what the hub's own tiny model says about the default molecule (a pool hit: the page has just loaded it); its
     # bytes are random, so compare the runs of letters and digits the page renders, in order
-    expected = DemoContext(get_demo("molm3d"), robust_hub[1]).pipeline().ask(featurize(EXAMPLES[0][0]), None,
-                                                                             "caption")
+    expected = DemoContext(get_demo("molm3d"), robust_hub[1]).pipeline()(featurize(EXAMPLES[0][0]), None,
+                                                                         "caption")
     words = re.findall(r"[A-Za-z0-9]{4,}", expected.text)
     assert len(words) >= 3, expected.text
     expect(answer).to_contain_text(re.compile("3D-MoLM: .*" + ".*".join(map(re.escape, words)), re.S))

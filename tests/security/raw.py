@@ -103,6 +103,6 @@ def _detail(response: requests.Response) -> str:
         detail = response.json().get("detail", response.text)
     except ValueError:
         return response.text
-    if isinstance(detail, list):  # a validator-style refusal: one message per parameter
-        return " ".join(str(d.get("message", d)) if isinstance(d, dict) else str(d) for d in detail)
+    if isinstance(detail, list):  # a validator-style refusal: one message per parameter ("" for the valid ones)
+        return " ".join(m for m in (str(d.get("message", d)) if isinstance(d, dict) else str(d) for d in detail) if m)
     return str(detail)

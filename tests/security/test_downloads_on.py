@@ -126,9 +126,9 @@ def test_download_progress_reaches_the_page(local_hub, hub_server):
     config = requests.get(f"{url}/config", timeout=30).json()
     hub_server.delay("geodiffusion-coco-stuff-256x256/resolve", 0.3, method="GET", times=None)
     session, seen = raw.session(), []
-    status, event_id = raw.join(url, raw.fn_index(config, "generate"),
+    status, event_id = raw.join(url, raw.fn_index(config, "generate_on_page"),  # the page's Generate button
                                 ['{"bbox": [["giraffe", 0.1, 0.1, 0.4, 0.9]]}', "coco-stuff-256x256", 0, 2, 4.0,
-                                 None, None, True], session)
+                                 1, None], session)
     assert status == 200
     answer = raw.results(url, session, 1, seen=seen)[event_id]
     assert answer.ok, answer.message

@@ -75,14 +75,13 @@ def test_server_files_are_not_served(public_hub, target):
 
 
 def test_a_file_input_naming_a_server_path_is_refused(public_hub, public_config):
-    """A queue event whose file input points at a server file (not an upload) does not read it."""
-    tag_image = raw.fn_index(public_config, "tag_image")
-    session = raw.session()
-    status, event_id = raw.join(public_hub.url, tag_image, [raw.file_data("/etc/passwd"), 0.68, "", None], session)
-    assert status == 200
-    answer = raw.results(public_hub.url, session, 1)[event_id]
-    assert not answer.ok
-    assert answer.message == "Cannot move /etc/passwd to the gradio cache dir because it was not uploaded by a user."
+    """A queue event whose file input points at a server file (not an upload) does not read it: Gradio refuses the
+    path while handing the inputs to the event's validator, before the event is queued."""
+    for api_name, data in (("tag_image", [raw.file_data("/etc/passwd"), 0.68, ""]),
+                           ("tag_image_for_page", [raw.file_data("/etc/passwd"), 0.68, "", None])):
+        status, detail = raw.join(public_hub.url, raw.fn_index(public_config, api_name), data, raw.session())
+        assert status == 400, api_name
+        assert detail == "Cannot move /etc/passwd to the gradio cache dir because it was not uploaded by a user."
     honest_request_works(public_hub.url)
 
 

@@ -46,14 +46,14 @@ def test_a_flood_gets_the_busy_sentence_and_the_hub_recovers(public_hub):
 def test_one_session_may_have_four_pending_jobs(public_hub, public_config):
     generate = raw.fn_index(public_config, "generate")
     session = raw.session()
-    data = [*SLOW, None, None, True]
+    data = SLOW
     answers = [raw.join(public_hub.url, generate, data, session) for _ in range(5)]
     assert [status for status, _ in answers[:4]] == [200] * 4
     status, detail = answers[4]
     assert status == 503 and detail == TOO_MANY.format(pending=4, limit=4)
     done = raw.results(public_hub.url, session, 4, timeout=300)
     assert len(done) == 4 and all(a.ok for a in done.values())
-    assert raw.join(public_hub.url, generate, [LAYOUT, "nuimages-256x256", 0, 1, 5.0, None, None, True],
+    assert raw.join(public_hub.url, generate, [LAYOUT, "nuimages-256x256", 0, 1, 5.0],
                     session)[0] == 200, "the same session is served again once its jobs finished"
     raw.results(public_hub.url, session, 1)
     honest_request_works(public_hub.url)

@@ -122,8 +122,14 @@ def test_gradio_client_gets_the_url_sentence(public_hub):
     assert "does not fetch files from web addresses" in str(info.value)
 
 
-def test_outputs_live_in_gradios_cache(public_hub, small_png):
-    answer = raw.call(public_hub.url, "tag_batch", [raw.upload(public_hub.url, small_png, small_png), 0.68, ""])
+def test_outputs_live_in_gradios_cache(public_hub, public_config, small_png):
+    """The batch tab's CSV/JSON downloads are written under Gradio's cache, nowhere else."""
+    session = raw.session()
+    files = raw.upload(public_hub.url, small_png, small_png)
+    status, event_id = raw.join(public_hub.url, raw.fn_index(public_config, "tag_batch_for_page"),
+                                [files, 0.68, "", None], session)
+    assert status == 200, event_id
+    answer = raw.results(public_hub.url, session, 1)[event_id]
     assert answer.ok, answer.message
     table, downloads, note = answer.data
     assert len(table["data"]) == 2 and note == "2 image(s) processed."

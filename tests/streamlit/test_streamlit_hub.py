@@ -32,8 +32,8 @@ def test_landing_lists_demos_and_catalog(offline):
 
 def build_tiny_checkpoints(root):
     """Tiny Tag2Text and 3D-MoLM checkpoints in the official layouts, as a DEMOHUB_CHECKPOINTS root."""
-    from apps.molm3d.tiny import build_tiny_snapshot
-    from apps.tag2text.checkpoint import write_tiny_checkpoint
+    from tests.fixtures.tiny_molm3d import build_tiny_snapshot
+    from tests.fixtures.tiny_tag2text import write_tiny_checkpoint
 
     write_tiny_checkpoint(root / "tag2text" / "tag2text-swin-14m")
     build_tiny_snapshot(root / "molm3d" / "generalist")
@@ -66,7 +66,7 @@ def direct(demo_id: str, pool):
 
 
 def test_tag2text_page_tags_an_example(tiny_checkpoints, pool):
-    from apps.tag2text.page import example_images
+    from apps.tag2text.actions import example_images
 
     at = AppTest.from_file(HUB, default_timeout=120).run()
     at.switch_page("tag2text/streamlit_page.py").run()
@@ -79,7 +79,7 @@ def test_tag2text_page_tags_an_example(tiny_checkpoints, pool):
     assert not at.exception and not at.error, [e.value for e in at.error]
     # the same image, threshold and tags through the pipeline the page used: the page shows exactly its answer
     beach = next(p for p in example_images() if p.endswith("/beach.png"))
-    expected = direct("tag2text", pool)(beach, threshold=0.0, user_tags="dog, beach")[0]
+    expected = direct("tag2text", pool)(beach, threshold=0.0, user_tags="dog, beach").results[0]
     assert expected.caption.strip() and expected.tags
     assert [s.value for s in at.subheader] == ["Caption", "Tags"]
     assert expected.caption in [m.value for m in at.markdown], "the tiny model's caption is shown"
@@ -91,8 +91,8 @@ def test_tag2text_page_tags_an_example(tiny_checkpoints, pool):
 
 
 def test_molm3d_page_conformer_without_weights_and_answer_with_tiny_weights(offline, tmp_path, monkeypatch, pool):
+    from apps.molm3d.actions import EXAMPLES
     from apps.molm3d.conformer import featurize
-    from apps.molm3d.page import EXAMPLES
 
     monkeypatch.setenv("DEMOHUB_CHECKPOINTS", str(tmp_path / "no-weights"))
     at = AppTest.from_file(HUB, default_timeout=120).run()
@@ -113,14 +113,14 @@ def test_molm3d_page_conformer_without_weights_and_answer_with_tiny_weights(offl
     at.button[0].click().run()
     assert not at.exception and not at.error, [e.value for e in at.error]
     assert [s.value for s in at.subheader] == ["3D-MoLM"]
-    expected = direct("molm3d", pool).ask(featurize(EXAMPLES[0][0]), None, "caption")
+    expected = direct("molm3d", pool)(featurize(EXAMPLES[0][0]), None, "caption")
     assert expected.text.strip()
     assert expected.text in [m.value for m in at.markdown], "the tiny model's answer is shown"
 
 
 def test_molm3d_page_asks_the_tiny_model(tiny_checkpoints, pool):
+    from apps.molm3d.actions import EXAMPLES
     from apps.molm3d.conformer import featurize
-    from apps.molm3d.page import EXAMPLES
 
     at = AppTest.from_file(HUB, default_timeout=240).run()
     at.switch_page("molm3d/streamlit_page.py").run()
@@ -128,12 +128,15 @@ def test_molm3d_page_asks_the_tiny_model(tiny_checkpoints, pool):
     at.button[0].click().run()
     assert not at.exception and not at.error, [e.value for e in at.error]
     assert [s.value for s in at.subheader] == ["3D-MoLM"]
-    expected = direct("molm3d", pool).ask(featurize(EXAMPLES[0][0]), None, "molecular_weight")
+    expected = direct("molm3d", pool)(featurize(EXAMPLES[0][0]), None, "molecular_weight")
     assert expected.text.strip()
     assert expected.text in [m.value for m in at.markdown], "the tiny model's answer is shown"
     first = at.dataframe[0].value.iloc[0]
     assert (first["Property"], first["RDKit"]) == ("Molecular Weight (g/mol)", "180.16 g/mol")  # aspirin
-    assert first["3D-MoLM"] == ("" if expected.value is None else f"{expected.value:.2f}")
+    if expected.value is None:  # no number from the model: no empty model columns
+        assert list(at.dataframe[0].value.columns) == ["Property", "RDKit", "Reference method"]
+    else:
+        assert first["3D-MoLM"] == f"{expected.value:.2f}"
 
 
 def test_prax_page_guesses_with_bundled_listeners(offline):
@@ -147,11 +150,19 @@ def test_prax_page_guesses_with_bundled_listeners(offline):
     at.text_area[0].input("+abc\n-abc").run()
     at.button[0].click().run()
     assert at.error and "abc" in at.error[0].value
+    assert not at.warning  # both bundled listeners are here
+    from apps.prax.actions import WORKS_WITHOUT
+    from shared.context import DemoContext
+
+    pragmatic = next(s for s in at.selectbox if s.label == "Pragmatic listener (PraX)")
+    pragmatic.set_value("pragmatic-ft-listener").run()  # not on this offline machine: the weights warning
+    expected = DemoContext(apps.get_demo("prax")).weights_message("pragmatic-ft-listener", WORKS_WITHOUT)
+    assert "pragmatic-ft-listener" in expected and [w.value for w in at.warning] == [expected]
 
 
 def test_geodiffusion_page_generates_with_the_tiny_checkpoint(offline, tmp_path, monkeypatch):
     from shared.pool import default_pool
-    from tests.geodiffusion.tiny_checkpoint import build_tiny_checkpoint
+    from tests.fixtures.tiny_geodiffusion import build_tiny_checkpoint
 
     build_tiny_checkpoint(tmp_path / "ckpts" / "geodiffusion" / "nuimages-256x256", dataset="nuimages")
     monkeypatch.setenv("DEMOHUB_CHECKPOINTS", str(tmp_path / "ckpts"))
@@ -159,6 +170,9 @@ def test_geodiffusion_page_generates_with_the_tiny_checkpoint(offline, tmp_path,
     at = AppTest.from_file(HUB, default_timeout=180).run()
     at.switch_page("geodiffusion/streamlit_page.py").run()
     assert not at.exception
+    # Limits and defaults from the checkpoint's generation config: nuImages 100 steps, cfg 5 (on disk, no warning).
+    assert (at.number_input[1].value, at.number_input[1].max, at.number_input[2].value) == (100, 200, 5.0)
+    assert not at.warning
     at.number_input[1].set_value(2).run()
     at.button[0].click().run()
     assert not at.exception and not at.error, [e.value for e in at.error]
@@ -166,4 +180,8 @@ def test_geodiffusion_page_generates_with_the_tiny_checkpoint(offline, tmp_path,
     at.text_area[0].input('{"camera": "front", "bbox": [["car", 0.5, 0.5, 0.2, 0.8]]}').run()
     at.button[0].click().run()
     assert at.error and "x2" in at.error[0].value
+    at.selectbox(key="checkpoint").set_value("coco-stuff-512x512").run()  # not on disk: its released config
+    assert (at.number_input[1].value, at.number_input[2].value) == (50, 4.5)
+    assert at.warning and "not on this server" in at.warning[0].value
+    assert at.text_area[0].value.startswith('{"bbox": [["truck"')  # a COCO-Stuff example
     default_pool().clear()

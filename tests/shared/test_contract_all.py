@@ -1,0 +1,58 @@
+"""The one pipeline contract, checked the same way for every registered demo (each demo's own
+tests/<demo>/test_contract.py runs it on a tiny checkpoint), and the import rules of its front ends."""
+
+from __future__ import annotations
+
+import dataclasses
+import inspect
+import subprocess
+import sys
+
+import pytest
+import torch
+
+import apps
+from shared.pipeline import Pipeline, PipelineOutput
+
+DEMOS = [d.id for d in apps.DEMOS]
+
+
+@pytest.mark.parametrize("demo_id", DEMOS)
+def test_pipeline_follows_the_contract(demo_id):
+    cls = apps.get_demo(demo_id).pipeline_class()
+    assert issubclass(cls, Pipeline) and cls.__name__.endswith("Pipeline")
+    params = inspect.signature(cls.from_pretrained).parameters
+    assert params["device"].kind is inspect.Parameter.KEYWORD_ONLY and params["device"].default == "cpu"
+    assert params["dtype"].kind is inspect.Parameter.KEYWORD_ONLY and params["dtype"].default is torch.float32
+    assert isinstance(inspect.getattr_static(cls, "check_inputs"), classmethod), "check_inputs needs no weights"
+    assert cls.check_inputs is not Pipeline.check_inputs and cls.__call__ is not Pipeline.__call__
+    call = inspect.signature(cls.__call__).parameters
+    assert "callback" in call and call["callback"].default is None
+    assert not any(name in call for name in ("progress", "on_step")), "callback(step, total) is the one signature"
+    out = cls.output_class
+    assert issubclass(out, PipelineOutput) and out.__name__ == cls.__name__.removesuffix("Pipeline") + "Output"
+    assert dataclasses.is_dataclass(out) and out.__dataclass_params__.frozen
+    assert not hasattr(cls, "memory_bytes"), "memory is measured once, by shared.pool.estimate_bytes"
+
+
+def modules_after(statement: str) -> set[str]:
+    code = f"import sys; {statement}; print(' '.join(sorted(m.split('.')[0] for m in sys.modules)))"
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stderr[-2000:]
+    return set(result.stdout.split())
+
+
+@pytest.mark.parametrize("demo_id", DEMOS)
+def test_actions_import_no_ui_library(demo_id):
+    loaded = modules_after(f"import apps.{demo_id}.actions")
+    assert not loaded & {"gradio", "streamlit"}
+
+
+@pytest.mark.parametrize("demo_id", DEMOS)
+def test_streamlit_pages_never_import_gradio(demo_id):
+    code = (f"import importlib.util as u; spec = u.find_spec('apps.{demo_id}.streamlit_page'); "
+            "import ast, pathlib; tree = ast.parse(pathlib.Path(spec.origin).read_text()); "
+            "names = [a.name for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names] + "
+            "[n.module for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)]; "
+            "[__import__(n) for n in names if n and n.startswith('apps')]")
+    assert "gradio" not in modules_after(code)
