@@ -156,10 +156,11 @@ def embed_snippets(demo: Demo, space_id: str | None = None, hub_url: str = "http
     return {
         "space_component": f'<script type="module" src="{GRADIO_JS_URL}"></script>\n'
                            f'<gradio-app space="{space_id}"></gradio-app>',
-        "space_iframe": f'<iframe src="{space_url}" style="border:0" width="100%" height="900"></iframe>',
+        "space_iframe": f'<iframe src="{space_url}" style="border:0" width="100%" height="{demo.embed_height}">'
+                        "</iframe>",
         "hub_component": f'<script type="module" src="{GRADIO_JS_URL}"></script>\n'
                          f'<gradio-app src="{route}"></gradio-app>',
-        "hub_iframe": f'<iframe src="{route}" style="border:0" width="100%" height="900"></iframe>',
+        "hub_iframe": f'<iframe src="{route}" style="border:0" width="100%" height="{demo.embed_height}"></iframe>',
     }
 
 

@@ -58,6 +58,7 @@ class Demo:
     requirements: tuple[str, ...] = field(default_factory=tuple)
     cpu_dtype: str | None = None  # e.g. "bfloat16" for models too large for fp32 in RAM
     gpu_dtype: str | None = None  # e.g. "float16" where the official weights were released for fp16 inference
+    embed_height: int = 900  # px: the embed iframe's default height, the page's height at 720 px wide (tested)
 
     def weight_set(self, name: str | None = None) -> WeightSet:
         if name is None:

@@ -74,12 +74,24 @@ def test_page_fits_width_and_shows_its_main_controls(browser, hub_url, route, wi
         context.close()
 
 
+def settled_height(page, quiet_s: float = 2.0, limit_s: float = 20.0) -> int:
+    """The page's height once it has stopped changing for ``quiet_s`` (viewers and examples render late)."""
+    height, since, waited = -1, 0.0, 0.0
+    while waited < limit_s and since < quiet_s:
+        now = page.evaluate("() => document.documentElement.scrollHeight")
+        since = since + 0.25 if now == height else 0.0
+        height = now
+        page.wait_for_timeout(250)
+        waited += 0.25
+    return height
+
+
 @pytest.mark.parametrize("demo", apps.DEMOS, ids=lambda d: d.id)
 def test_embed_snippet_height_holds_the_page_at_720px(browser, hub_url, demo):
     context, page = open_page(browser, f"{hub_url}/{demo.id}", 720, "light")
     try:
         expect(page.get_by_text(demo.title).first).to_be_visible(timeout=30_000)
-        height = page.evaluate("() => document.documentElement.scrollHeight")
+        height = settled_height(page)
     finally:
         context.close()
     snippet = ui.embed_snippets(demo)["hub_iframe"]
