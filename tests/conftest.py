@@ -41,6 +41,20 @@ def serve_page(blocks):
         blocks.close()
 
 
+def page_events(demo, tmp_path, monkeypatch) -> list:
+    """The Gradio events (BlockFunctions) of ``demo``'s page, built offline with no weights anywhere."""
+    import importlib
+
+    from shared.context import DemoContext
+    from shared.pool import ModelPool
+
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "empty-cache"))
+    monkeypatch.setenv("DEMOHUB_CHECKPOINTS", str(tmp_path / "none"))
+    blocks = importlib.import_module(demo.page).build(DemoContext(demo, ModelPool(budget_bytes=0)))
+    return list(blocks.fns.values())
+
+
 @pytest.fixture
 def no_weights_touched(monkeypatch):
     """Any attempt to find, download or load a demo's weights fails the test (for ``check_inputs``, validators)."""

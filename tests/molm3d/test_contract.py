@@ -22,7 +22,7 @@ from shared.context import DemoContext
 from shared.errors import UserInputError
 from shared.pool import ModelPool, estimate_bytes
 from shared.weights import REPO_ROOT
-from tests.conftest import serve_page
+from tests.conftest import page_events, serve_page
 
 ASPIRIN, CAFFEINE = "CC(=O)Oc1ccccc1C(=O)O", "CN1C=NC2=C1C(=O)N(C(=O)N2C)C"
 FAST = {"num_beams": 1, "max_new_tokens": 6, "min_new_tokens": 0}
@@ -223,21 +223,11 @@ def test_bad_api_input_is_refused_before_queueing(served, monkeypatch, smiles, q
     assert ran == [] and (DEMO.id, "generalist") not in ctx.pool and ctx.pool.stats().misses == 0
 
 
-def test_every_model_event_is_validated_before_queueing(tmp_path, monkeypatch):
-    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
-    monkeypatch.setenv("DEMOHUB_CHECKPOINTS", str(tmp_path / "none"))
-    from apps.molm3d.page import build
-
-    blocks = build(DemoContext(DEMO, ModelPool(budget_bytes=0)))
-    fns = list(blocks.fns.values())
-    model_events = [f for f in fns if f.concurrency_id == DEMO.id]
-    assert {f.name for f in model_events} == {"ask_with_views", "ask_endpoint"}
-    assert all(f.validator is not None for f in model_events)
+def test_model_events_use_their_checks(tmp_path, monkeypatch):
+    """Which check guards which event (that every model event has one is tests/shared/test_contract_all.py)."""
+    fns = page_events(DEMO, tmp_path, monkeypatch)
     checks = {f.name: inspect.unwrap(f.validator) for f in fns if f.validator is not None}
     assert checks["ask_with_views"] is actions.check_ask and checks["ask_endpoint"] is actions.check_api
-    ask = next(f for f in model_events if f.name == "ask_with_views")
-    names = list(inspect.signature(actions.check_ask).parameters)
-    assert len(names) == len(ask.inputs)  # one check parameter per event input, in order
 
 
 @pytest.mark.parametrize(("inputs", "marked", "fragment"), [

@@ -13,6 +13,7 @@ import torch
 
 import apps
 from shared.pipeline import Pipeline, PipelineOutput
+from tests.conftest import page_events
 
 DEMOS = [d.id for d in apps.DEMOS]
 
@@ -33,6 +34,18 @@ def test_pipeline_follows_the_contract(demo_id):
     assert issubclass(out, PipelineOutput) and out.__name__ == cls.__name__.removesuffix("Pipeline") + "Output"
     assert dataclasses.is_dataclass(out) and out.__dataclass_params__.frozen
     assert not hasattr(cls, "memory_bytes"), "memory is measured once, by shared.pool.estimate_bytes"
+
+
+@pytest.mark.parametrize("demo_id", DEMOS)
+def test_every_model_event_is_validated_before_queueing(demo_id, tmp_path, monkeypatch):
+    demo = apps.get_demo(demo_id)
+    model_events = [f for f in page_events(demo, tmp_path, monkeypatch) if f.concurrency_id == demo.id]
+    assert model_events and all(f.validator is not None for f in model_events), [f.name for f in model_events]
+    for f in model_events:  # one check parameter per event input, in order; an endpoint's check has its names
+        names = list(inspect.signature(inspect.unwrap(f.validator)).parameters)
+        assert len(names) == len(f.inputs), f.name
+        if f.api_name and f.api_visibility == "public":
+            assert names == list(inspect.signature(inspect.unwrap(f.fn)).parameters), f.name
 
 
 def modules_after(statement: str) -> set[str]:

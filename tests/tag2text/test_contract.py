@@ -22,11 +22,10 @@ from apps.tag2text import DEMO, actions
 from apps.tag2text.config import OFFICIAL_THRESHOLD
 from apps.tag2text.images import MAX_BATCH, MAX_FILE_BYTES
 from apps.tag2text.pipeline import MAX_USER_TAG_CHARS, Tag2TextInputs, Tag2TextOutput, Tag2TextPipeline
-from shared.context import DemoContext
 from shared.errors import UserInputError
-from shared.pool import ModelPool, estimate_bytes
+from shared.pool import estimate_bytes
 from shared.weights import REPO_ROOT
-from tests.conftest import serve_page
+from tests.conftest import page_events, serve_page
 from tests.fixtures.images import png_header_only
 
 WS = DEMO.weight_set().name
@@ -254,23 +253,12 @@ def test_bad_api_input_is_refused_before_queueing(served, monkeypatch, tmp_path,
     assert ran == [] and (DEMO.id, WS) not in ctx.pool and ctx.pool.stats().misses == 0
 
 
-def test_every_model_event_is_validated_before_queueing(tmp_path, monkeypatch):
-    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
-    monkeypatch.setenv("DEMOHUB_CHECKPOINTS", str(tmp_path / "none"))
-    from apps.tag2text.page import build
-
-    blocks = build(DemoContext(DEMO, ModelPool(budget_bytes=0)))
-    fns = list(blocks.fns.values())
-    model_events = [f for f in fns if f.concurrency_id == DEMO.id]
-    assert {f.name for f in model_events} == {"tag_image_for_page", "tag_batch_for_page", "tag_image", "tag_batch"}
-    checks = {f.name: inspect.unwrap(f.validator) for f in model_events if f.validator is not None}
+def test_model_events_use_their_checks(tmp_path, monkeypatch):
+    """Which check guards which event (that every model event has one is tests/shared/test_contract_all.py)."""
+    fns = page_events(DEMO, tmp_path, monkeypatch)
+    checks = {f.name: inspect.unwrap(f.validator) for f in fns if f.validator is not None}
     assert checks == {"tag_image_for_page": actions.check_image_tab, "tag_image": actions.check_image,
                       "tag_batch_for_page": actions.check_batch_tab, "tag_batch": actions.check_batch}
-    for f in model_events:  # one check parameter per event input, in order; an endpoint's have its names
-        names = list(inspect.signature(checks[f.name]).parameters)
-        assert len(names) == len(f.inputs)
-        if f.api_visibility == "public":
-            assert names == list(inspect.signature(inspect.unwrap(f.fn)).parameters)
 
 
 @pytest.mark.parametrize(("check", "inputs", "marked", "fragment"), [
