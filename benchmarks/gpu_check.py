@@ -1,0 +1,254 @@
+"""GPU check: full-size models with random weights in fp16/bf16, for a machine with CUDA (run it whenever one is lent).
+
+Run: python benchmarks/gpu_check.py [--dtype bf16|fp16] [--quick]        (on a CUDA machine; under 5 minutes)
+     python benchmarks/gpu_check.py --smoke                             (tiny sizes on the CPU: what CI runs)
+
+Measures, each model built at its released size with seeded random weights (no download; speed and memory do not
+depend on the values):
+
+- Tag2Text (Swin-B 384 + recognition head + tag encoder + 12-layer caption decoder): images/s of a whole pipeline
+  call (tags + 3-beam caption) at batch 1 and 8;
+- GeoDiffusion (Stable Diffusion 1.5 UNet / VAE / CLIP text encoder): seconds per 512x512 image at 50 steps with
+  the PNDM scheduler and with DPM-Solver++ at 20 steps ("fast sampling");
+- 3D-MoLM: Uni-Mol + Q-Former encoder throughput (molecules/s, 8 molecules of 40 atoms), and Llama-2-7B-shaped
+  greedy generation tokens/s from ``inputs_embeds`` (the way 3D-MoLM feeds the molecule tokens);
+
+with peak GPU memory (``torch.cuda.max_memory_allocated``) of each. Prints a markdown table for BENCHMARKS.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import sys
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+import numpy as np
+import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16, "fp32": torch.float32}
+
+
+@dataclass
+class Row:
+    model: str
+    measure: str
+    value: float
+    unit: str
+    peak_bytes: int | None
+
+
+class Bench:
+    def __init__(self, device: torch.device, dtype: torch.dtype, repeats: int):
+        self.device, self.dtype, self.repeats = device, dtype, repeats
+        self.rows: list[Row] = []
+
+    def sync(self) -> None:
+        if self.device.type == "cuda":
+            torch.cuda.synchronize(self.device)
+
+    def seconds(self, fn: Callable[[], object]) -> float:
+        """Median seconds of ``fn`` after one warm-up run."""
+        fn()
+        self.sync()
+        times = []
+        for _ in range(self.repeats):
+            start = time.perf_counter()
+            fn()
+            self.sync()
+            times.append(time.perf_counter() - start)
+        return float(np.median(times))
+
+    @contextlib.contextmanager
+    def peak(self) -> Iterator[list[int | None]]:
+        """Yields a one-item list that holds the peak allocated bytes of the block afterwards (None on CPU)."""
+        box: list[int | None] = [None]
+        if self.device.type == "cuda":
+            torch.cuda.empty_cache()
+            torch.cuda.reset_peak_memory_stats(self.device)
+        yield box
+        if self.device.type == "cuda":
+            box[0] = torch.cuda.max_memory_allocated(self.device)
+
+    def add(self, model: str, measure: str, value: float, unit: str, peak: int | None) -> None:
+        self.rows.append(Row(model, measure, value, unit, peak))
+        print(f"  {model}: {measure}: {value:.3g} {unit}", flush=True)
+
+
+def seeded_(module: torch.nn.Module, seed: int = 0, std: float = 0.02) -> torch.nn.Module:
+    """Seeded N(0, std) weights, norms at weight 1 and bias 0, on whatever device the module lives."""
+    gen = torch.Generator(device="cpu").manual_seed(seed)
+    with torch.no_grad():
+        for sub in module.modules():
+            is_norm = isinstance(sub, (torch.nn.LayerNorm, torch.nn.GroupNorm))
+            for name, p in sub.named_parameters(recurse=False):
+                if is_norm:
+                    p.fill_(1.0 if name == "weight" else 0.0)
+                else:
+                    p.copy_((torch.randn(p.shape, generator=gen) * std).to(p.dtype))
+    return module
+
+
+def tag2text(b: Bench, smoke: bool) -> None:
+    from apps.tag2text.config import Tag2TextConfig
+    from apps.tag2text.model import build_model
+    from apps.tag2text.pipeline import Tag2TextPipeline
+
+    if smoke:
+        from tests.fixtures.tiny_tag2text import tiny_config
+
+        config = tiny_config()
+    else:
+        config = replace(Tag2TextConfig(), max_length=30, min_length=10)
+    with b.peak() as peak:
+        model = seeded_(build_model(config, device=b.device, dtype=b.dtype))
+        pipe = Tag2TextPipeline(model, device=b.device, dtype=b.dtype)
+        rng = np.random.default_rng(0)
+        images = [rng.integers(0, 256, (384, 384, 3), dtype=np.uint8) for _ in range(8)]
+        rates = {n: n / b.seconds(lambda n=n: pipe(images[:n])) for n in (1, 8)}
+    for n, rate in rates.items():
+        b.add("Tag2Text", f"images/s, batch {n} (tags + 3-beam caption)", rate, "img/s", peak[0])
+
+
+def geodiffusion(b: Bench, smoke: bool) -> None:
+    from diffusers import (
+        AutoencoderKL,
+        DPMSolverMultistepScheduler,
+        PNDMScheduler,
+        StableDiffusionPipeline,
+        UNet2DConditionModel,
+    )
+    from transformers import CLIPTextConfig, CLIPTextModel
+
+    if smoke:
+        size, steps, fast_steps = 64, 4, 2
+        unet = UNet2DConditionModel(sample_size=8, block_out_channels=(32, 64), layers_per_block=1,
+                                    down_block_types=("CrossAttnDownBlock2D", "DownBlock2D"),
+                                    up_block_types=("UpBlock2D", "CrossAttnUpBlock2D"), cross_attention_dim=32,
+                                    attention_head_dim=8)
+        vae = AutoencoderKL(block_out_channels=(8, 8, 8, 8), layers_per_block=1, latent_channels=4, norm_num_groups=8,
+                            down_block_types=("DownEncoderBlock2D",) * 4, up_block_types=("UpDecoderBlock2D",) * 4)
+        text = CLIPTextConfig(vocab_size=1000, hidden_size=32, intermediate_size=37, num_hidden_layers=2,
+                              num_attention_heads=4, max_position_embeddings=77)
+    else:  # Stable Diffusion 1.5's published sizes (GeoDiffusion fine-tunes SD 1.5 and adds location tokens)
+        size, steps, fast_steps = 512, 50, 20
+        unet = UNet2DConditionModel(sample_size=64, cross_attention_dim=768, attention_head_dim=8)
+        vae = AutoencoderKL(block_out_channels=(128, 256, 512, 512), layers_per_block=2, latent_channels=4,
+                            down_block_types=("DownEncoderBlock2D",) * 4, up_block_types=("UpDecoderBlock2D",) * 4)
+        text = CLIPTextConfig(vocab_size=49408 + 65536, hidden_size=768, intermediate_size=3072, num_hidden_layers=12,
+                              num_attention_heads=12, max_position_embeddings=77)  # + nuImages 256 location tokens
+    pndm = PNDMScheduler(beta_start=0.00085, beta_end=0.012, beta_schedule="scaled_linear", skip_prk_steps=True,
+                         steps_offset=1)
+    with b.peak() as peak:
+        sd = StableDiffusionPipeline(vae=vae, text_encoder=CLIPTextModel(text), tokenizer=None, unet=unet,
+                                     scheduler=pndm, safety_checker=None, feature_extractor=None,
+                                     requires_safety_checker=False)
+        sd.set_progress_bar_config(disable=True)
+        sd.to(b.device, b.dtype)
+        ids = torch.randint(0, text.vocab_size, (2, 77), device=b.device)
+        with torch.no_grad():
+            embeds = sd.text_encoder(ids)[0]
+
+        def generate(n_steps: int):
+            generator = torch.Generator(device=b.device).manual_seed(0)
+            return sd(prompt_embeds=embeds[:1], negative_prompt_embeds=embeds[1:], height=size, width=size,
+                      num_inference_steps=n_steps, guidance_scale=7.5, generator=generator, output_type="np")
+
+        official = b.seconds(lambda: generate(steps))
+        sd.scheduler = DPMSolverMultistepScheduler.from_config(pndm.config, algorithm_type="dpmsolver++")
+        fast = b.seconds(lambda: generate(fast_steps))
+    b.add("GeoDiffusion", f"s per {size}² image, {steps} steps (PNDM)", official, "s", peak[0])
+    b.add("GeoDiffusion", f"s per {size}² image, {fast_steps} steps (DPM-Solver++, fast sampling)", fast, "s", peak[0])
+
+
+def molm3d(b: Bench, smoke: bool) -> None:
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    from apps.molm3d.qformer import MolQFormer, QFormerConfig
+    from apps.molm3d.unimol import UniMolConfig
+
+    if smoke:
+        unimol = UniMolConfig(num_layers=2, embed_dim=32, ffn_dim=64, num_heads=4, num_kernels=8)
+        qformer = QFormerConfig(hidden_size=32, num_layers=2, intermediate_size=64, encoder_width=32,
+                                llm_hidden_size=64)
+        llama = LlamaConfig(vocab_size=1000, hidden_size=64, intermediate_size=128, num_hidden_layers=2,
+                            num_attention_heads=4, num_key_value_heads=4)
+        atoms, new_tokens = 12, 8
+    else:  # 3D-MoLM's released sizes: Uni-Mol 15x512, Q-Former 12x768, Llama-2-7B (+ <mol> tokens)
+        unimol, qformer, atoms, new_tokens = UniMolConfig(), QFormerConfig(), 40, 128
+        llama = LlamaConfig(vocab_size=32001, hidden_size=4096, intermediate_size=11008, num_hidden_layers=32,
+                            num_attention_heads=32, num_key_value_heads=32, max_position_embeddings=4096)
+    gen = torch.Generator().manual_seed(0)
+    batch = 8
+    tokens = torch.randint(1, unimol.vocab_size, (batch, atoms), generator=gen).to(b.device)
+    coords = torch.randn(batch, atoms, 3, generator=gen) * 2
+    distances = torch.cdist(coords, coords).to(b.device, b.dtype)
+    edges = (tokens[:, :, None] * unimol.vocab_size + tokens[:, None, :]).to(b.device)
+    def encode_seconds() -> float:  # the encoder is freed when this returns, before the 7B model is built
+        encoder = seeded_(MolQFormer(unimol, qformer)).to(b.device, b.dtype).eval()
+        with torch.no_grad():
+            return b.seconds(lambda: encoder(tokens, distances, edges))
+
+    with b.peak() as peak:
+        encode = encode_seconds()
+    b.add("3D-MoLM", f"encoder (Uni-Mol + Q-Former), {batch} molecules of {atoms} atoms", batch / encode,
+          "mol/s", peak[0])
+    with b.peak() as peak:
+        with torch.device(b.device):
+            llm = LlamaForCausalLM(llama)
+        llm = llm.to(b.dtype).eval()
+        prompt = torch.randn(1, 64, llama.hidden_size, generator=gen).to(b.device, b.dtype) * 0.02
+
+        def generate():
+            with torch.no_grad():
+                return llm.generate(inputs_embeds=prompt, max_new_tokens=new_tokens, min_new_tokens=new_tokens,
+                                    do_sample=False, pad_token_id=0)
+
+        seconds = b.seconds(generate)
+    b.add("3D-MoLM", f"Llama-2-7B-shaped greedy generation from inputs_embeds, {new_tokens} tokens",
+          new_tokens / seconds, "tok/s", peak[0])
+
+
+def table(b: Bench) -> str:
+    lines = ["| model | measure | value | peak GPU memory |", "|---|---|---|---|"]
+    for r in b.rows:
+        peak = "n/a (CPU)" if r.peak_bytes is None else f"{r.peak_bytes / 2**30:.1f} GiB"
+        lines.append(f"| {r.model} | {r.measure} | {r.value:.3g} {r.unit} | {peak} |")
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--dtype", choices=sorted(DTYPES), default="bf16")
+    parser.add_argument("--smoke", action="store_true", help="tiny sizes on the CPU (fp32): checks the script runs")
+    parser.add_argument("--quick", action="store_true", help="one timed run each instead of three")
+    parser.add_argument("--only", nargs="+", choices=["tag2text", "geodiffusion", "molm3d"])
+    args = parser.parse_args(argv)
+    if args.smoke:
+        device, dtype = torch.device("cpu"), torch.float32
+    elif not torch.cuda.is_available():
+        print("No CUDA device: run this on a GPU machine, or pass --smoke for the tiny CPU check.", file=sys.stderr)
+        return 2
+    else:
+        device, dtype = torch.device("cuda"), DTYPES[args.dtype]
+    torch.manual_seed(0)
+    b = Bench(device, dtype, repeats=1 if args.quick or args.smoke else 3)
+    name = torch.cuda.get_device_name(device) if device.type == "cuda" else "CPU (smoke: tiny sizes)"
+    print(f"GPU check on {name}, {str(dtype).removeprefix('torch.')}, torch {torch.__version__}", flush=True)
+    start = time.perf_counter()
+    for section in args.only or ["tag2text", "geodiffusion", "molm3d"]:
+        globals()[section](b, args.smoke)
+        if device.type == "cuda":
+            torch.cuda.empty_cache()
+    print(f"\nTotal {time.perf_counter() - start:.0f} s\n")
+    print(table(b))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
