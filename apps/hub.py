@@ -18,7 +18,8 @@ os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
 
 import gradio as gr  # noqa: E402
 
-from apps import DEMOS, catalog, serving  # noqa: E402
+from apps import DEMOS, serving, ui  # noqa: E402
+from apps import catalog as papers  # noqa: E402
 from apps.settings import ServeSettings, add_arguments, from_args  # noqa: E402
 from apps.ui import demo_icon, look, notice  # noqa: E402
 from shared import weights  # noqa: E402
@@ -82,7 +83,7 @@ def card_html(page: PageResult, downloads: bool = False) -> str:
     )
 
 
-def catalog_html(entries: list[catalog.CatalogEntry]) -> str:
+def catalog_html(entries: list[papers.CatalogEntry]) -> str:
     if not entries:
         return "<p>No paper matches.</p>"
     rows = []
@@ -97,14 +98,16 @@ def catalog_html(entries: list[catalog.CatalogEntry]) -> str:
     return f"<p>{len(entries)} papers</p>" + "".join(rows)
 
 
-def catalog_api(query: str = "", only_demos: bool = False) -> list[dict]:
-    """The ICLR 2024 papers whose title or abstract contains every word of ``query``.
+def catalog(query: str = "", only_demos: bool = False) -> list[dict]:
+    """Search the catalog of ICLR 2024 papers: those whose title or abstract contains every word of the query.
 
     Args:
-        query: words to look for (empty: every paper).
-        only_demos: keep only the papers that have a live demo here.
+        query: words to look for, any case (e.g. "diffusion layout"); default "" lists every paper (36).
+        only_demos: true keeps only the papers with a live demo on this hub; default false.
+    Returns:
+        [{"id", "title", "abstract", "arxiv_id", "url" (arXiv), "code_url", "demo" (its id on this hub, or null)}]
     """
-    return [e.as_dict() for e in catalog.search(query, only_demos)]
+    return [e.as_dict() for e in papers.search(query, only_demos)]
 
 
 def build_hub(pool: ModelPool | None = None, settings: ServeSettings | None = None) -> gr.Blocks:
@@ -122,11 +125,11 @@ def build_hub(pool: ModelPool | None = None, settings: ServeSettings | None = No
         with gr.Row():
             query = gr.Textbox(label="Search titles and abstracts", scale=4)
             only_demos = gr.Checkbox(label="Only papers with a demo", value=False, scale=1)
-        listing = gr.HTML(catalog_html(catalog.search()))
+        listing = gr.HTML(catalog_html(papers.search()))
         for trigger in (query.submit, only_demos.change):
-            trigger(lambda q, o: catalog_html(catalog.search(q, o)), [query, only_demos], listing,
+            trigger(lambda q, o: catalog_html(papers.search(q, o)), [query, only_demos], listing,
                     api_visibility="private")
-        gr.api(catalog_api, api_name="catalog")
+        ui.api(catalog, api_name="catalog")
 
     for page in pages:
         with hub.route(page.demo.id, f"/{page.demo.id}"):

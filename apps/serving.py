@@ -4,16 +4,30 @@ Gradio gives the upload limit, login, monitoring switch, cache deletion and the 
 - queue admission (``admit``): a bounded queue with a sentence when busy, a cap on pending jobs per session, and no
   file input that names a web address (the server would fetch it) unless the operator allows it;
 - ``HubGuard``, an ASGI middleware: upload requests need a declared size within bounds and leave the disk a reserve;
-  ``/demohub/operator/stats`` answers only with the operator's token (written to a file only the operator can read).
+  ``/demohub/operator/stats`` answers only with the operator's token (written to a file only the operator can read);
+  the MCP routes (``/gradio_api/mcp/``, ``/gradio_api/mcp/sse``) take the hub's login as HTTP Basic credentials
+  (Gradio's ``auth`` does not cover them) and bounded request bodies.
+- MCP (``settings.mcp``): Gradio serves each public named endpoint as a tool and runs a queued tool call through a
+  ``gradio_client`` loopback into the hub's own queue, so validators, admission and downloads rules hold for agents
+  too. Our loopback client logs in behind ``--auth`` and carries a per-launch secret; with it, HubGuard's note of who
+  called the tool reaches ``admit``, which counts an MCP caller's jobs per caller (login name, else address) rather
+  than in the loopback's one shared session. Tool results are the endpoint's JSON (not Python's repr), with any PNG
+  data URL also given as an image.
 """
 
 from __future__ import annotations
 
+import base64
+import binascii
+import contextlib
+import importlib.util
 import json
 import logging
 import os
+import re
 import secrets
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -28,12 +42,25 @@ TOO_MANY = ("You already have {pending} requests waiting or running (the limit i
             "finish, then try again.")
 URL_REFUSED = ("This hub does not fetch files from web addresses ({url}); download the file and upload it "
                "instead.")
+URL_REFUSED_MCP = ("This hub does not fetch files from web addresses ({url}); send the file itself as a data URI "
+                   "(data:image/png;base64,...) instead.")
 UPLOAD_TOO_BIG = "This upload is {size}; one upload may hold at most {limit}. Send fewer or smaller files."
 UPLOAD_NO_SIZE = "Uploads must declare their size (Content-Length); send the files as an ordinary form upload."
 DISK_LOW = "The server is short of disk space right now, so it cannot take uploads; please try again later."
 OPERATOR_PATH = "/demohub/operator/stats"
 FILES_PER_UPLOAD = 8  # an upload request may carry this many maximum-size files' worth of bytes
 UPLOAD_DISK_RESERVE = 1_000_000_000
+MCP_LOGIN = ("This hub needs a login: send your hub username and password as HTTP Basic credentials "
+             "(an Authorization: Basic header), the same login as the web page.")
+MCP_TOO_BIG = ("This MCP request is {size}; one request may hold at most {limit} (files travel as base64, about 4/3 "
+               "of their size). Send fewer or smaller files.")
+MCP_NO_SIZE = "MCP requests must declare their size (Content-Length)."
+MCP_OFF_NO_PACKAGE = "MCP is off: the mcp package is missing; install it with pip install 'gradio[mcp]'."
+MCP_BODY_SLACK = 1_000_000  # bytes of JSON around the base64 files of one MCP request
+_MCP_PATH = re.compile(r"^[^=]*/gradio_api/mcp(?:/|$)")  # the MCP mount under any root path (not a /file= path)
+LOOPBACK_HEADER = b"x-demohub-loopback"  # carries the per-launch secret of our own MCP loopback client
+CALLER_HEADER = b"x-demohub-mcp-caller"  # who called an MCP tool; trusted only on the loopback's requests
+LOOPBACK_USER = "demohub-mcp-loopback"  # the loopback client's login behind --auth (its password: the secret)
 
 
 def state_dir() -> Path:
@@ -95,26 +122,49 @@ def _url_in(value: Any) -> str | None:
     return next((url for url in map(_url_in, values) if url), None)
 
 
-def pending_jobs(queue, session_hash: str) -> int:
-    """Events of one session that wait in any concurrency group or are running."""
-    waiting = sum(e.session_hash == session_hash for q in queue.event_queue_per_concurrency_id.values()
-                  for e in q.queue)
-    running = sum(e.session_hash == session_hash for job in queue.active_jobs if job for e in job)
+def job_owner(session_hash: str | None, request: Any = None) -> str | None:
+    """Whose job an event is, for the per-session limit: its session, or for an MCP tool call the tool's caller.
+
+    Every MCP tool call reaches the queue through Gradio's one loopback client, i.e. one session for all agents; the
+    caller header (set by HubGuard, dropped from any request but the loopback's) tells the agents apart."""
+    headers = getattr(request, "headers", None)
+    caller = headers.get(CALLER_HEADER.decode()) if headers is not None else None
+    return f"mcp:{caller}" if caller else session_hash
+
+
+def pending_jobs(queue, owner: str) -> int:
+    """Events of one owner (``job_owner``) that wait in any concurrency group or are running."""
+    def owned(event) -> bool:
+        return job_owner(event.session_hash, getattr(event, "request", None)) == owner
+
+    waiting = sum(owned(e) for q in queue.event_queue_per_concurrency_id.values() for e in q.queue)
+    running = sum(owned(e) for job in queue.active_jobs if job for e in job)
     return waiting + running
 
 
-def admit(queue, body, settings: ServeSettings) -> tuple[str, Any] | None:
+def admit(queue, body, settings: ServeSettings, request: Any = None) -> tuple[str, Any] | None:
     """Why the queue refuses this event, as (Gradio's refusal state, detail), or None to let it in."""
+    owner = job_owner(body.session_hash, request)
+    agent = bool(owner and owner.startswith("mcp:"))
     if not settings.allow_url_inputs and (url := _url_in(body.data)):
-        message = URL_REFUSED.format(url=url[:80])
         log.info("refused a file input naming a URL (%s)", url[:200])
-        return "validator_error", [{"__type__": "validate", "is_valid": False, "message": message}]
+        return "validator_error", [_invalid((URL_REFUSED_MCP if agent else URL_REFUSED).format(url=url[:80]))]
     if len(queue) >= settings.queue_size:
-        return "queue_full", BUSY.format(waiting=len(queue))
-    pending = pending_jobs(queue, body.session_hash) if body.session_hash else 0
+        return _queue_full(BUSY.format(waiting=len(queue)), agent)
+    pending = pending_jobs(queue, owner) if owner else 0
     if pending >= settings.session_jobs:
-        return "queue_full", TOO_MANY.format(pending=pending, limit=settings.session_jobs)
+        return _queue_full(TOO_MANY.format(pending=pending, limit=settings.session_jobs), agent)
     return None
+
+
+def _invalid(message: str, **fields: str) -> dict:
+    return {"__type__": "validate", "is_valid": False, "message": message, **fields}
+
+
+def _queue_full(message: str, agent: bool) -> tuple[str, Any]:
+    """A full queue's refusal. gradio_client drops a full queue's detail ("Queue is full! Please try again."), so the
+    MCP loopback gets it as a refused input instead, and the agent reads our sentence."""
+    return ("validator_error", [_invalid(message, parameter_name="queue")]) if agent else ("queue_full", message)
 
 
 def install_queue_rules(blocks, settings: ServeSettings) -> None:
@@ -123,7 +173,7 @@ def install_queue_rules(blocks, settings: ServeSettings) -> None:
     push = queue.push
 
     async def admitted_push(body, request, username):
-        refusal = admit(queue, body, settings)
+        refusal = admit(queue, body, settings, request)
         if refusal is not None:
             state, detail = refusal
             return False, detail, state
@@ -133,21 +183,60 @@ def install_queue_rules(blocks, settings: ServeSettings) -> None:
 
 
 class HubGuard:
-    """ASGI middleware: bounded uploads with a disk reserve, and the operator-only stats route."""
+    """ASGI middleware: bounded uploads with a disk reserve, the operator-only stats route, and the MCP routes' login,
+    body bound and caller note."""
 
-    def __init__(self, app, settings: ServeSettings, token: str, stats: Callable[[], dict], upload_dir: str):
+    def __init__(self, app, settings: ServeSettings, token: str, stats: Callable[[], dict], upload_dir: str,
+                 loopback_secret: str = ""):
         self.app, self.settings, self.token, self.stats, self.upload_dir = app, settings, token, stats, upload_dir
+        self.loopback_secret = loopback_secret
 
     async def __call__(self, scope, receive, send):
         if scope["type"] == "http":
             path = scope["path"]
             if path.rstrip("/") == OPERATOR_PATH:
                 return await self._operator(scope, send)
+            scope = self._trusted(scope)
+            if self.settings.mcp and _MCP_PATH.match(path):
+                refusal, caller = self._mcp_refusal(scope)
+                if refusal is not None:
+                    return await _respond(send, *refusal)
+                scope = {**scope, "headers": [*scope["headers"], (CALLER_HEADER, caller.encode())]}
             if scope["method"] == "POST" and path.rstrip("/").endswith("/gradio_api/upload"):
                 refusal = self._upload_refusal(dict(scope["headers"]))
                 if refusal is not None:
                     return await _respond(send, *refusal)
         return await self.app(scope, receive, send)
+
+    def _trusted(self, scope) -> dict:
+        """``scope`` without our internal headers, unless it is our MCP loopback's request (it knows the secret)."""
+        headers = scope["headers"]
+        if not any(key in (LOOPBACK_HEADER, CALLER_HEADER) for key, _ in headers):
+            return scope
+        given = dict(headers).get(LOOPBACK_HEADER, b"").decode("latin-1")
+        if self.loopback_secret and secrets.compare_digest(given, self.loopback_secret):
+            return scope
+        return {**scope, "headers": [(k, v) for k, v in headers if k not in (LOOPBACK_HEADER, CALLER_HEADER)]}
+
+    def _mcp_refusal(self, scope) -> tuple[tuple[int, str, str, list] | None, str]:
+        """(refusal, caller): the login behind --auth and a declared, bounded body; the caller is the login name,
+        else the client's address."""
+        headers = dict(scope["headers"])
+        caller = f"addr:{(scope.get('client') or ('unknown',))[0]}"
+        if self.settings.auth:
+            user = _basic_login(headers.get(b"authorization", b""), self.settings.auth)
+            if user is None:
+                return (401, MCP_LOGIN, "text/plain; charset=utf-8",
+                        [(b"www-authenticate", b'Basic realm="Paper Demo Hub", charset="UTF-8"')]), caller
+            caller = f"user:{user}"
+        if scope["method"] == "POST":
+            length = headers.get(b"content-length", b"").decode()
+            if not length.isdigit():
+                return (411, MCP_NO_SIZE), caller
+            limit = mcp_body_limit(self.settings)
+            if int(length) > limit:
+                return (413, MCP_TOO_BIG.format(size=human_bytes(int(length)), limit=human_bytes(limit))), caller
+        return None, caller
 
     def _upload_refusal(self, headers: dict[bytes, bytes]) -> tuple[int, str] | None:
         length = headers.get(b"content-length", b"").decode()
@@ -168,11 +257,127 @@ class HubGuard:
         return await _respond(send, 200, json.dumps(self.stats()), "application/json")
 
 
-async def _respond(send, status: int, body: str, content_type: str = "text/plain; charset=utf-8") -> None:
+def mcp_body_limit(settings: ServeSettings) -> int:
+    """The largest MCP request body: an upload request's files (``FILES_PER_UPLOAD`` maximum-size files) as base64."""
+    return settings.max_file_size * FILES_PER_UPLOAD * 4 // 3 + MCP_BODY_SLACK
+
+
+def _basic_login(header: bytes, logins: tuple[tuple[str, str], ...]) -> str | None:
+    """The user an ``Authorization: Basic`` header logs in as, or None (compared in constant time per login)."""
+    scheme, _, encoded = header.decode("latin-1").partition(" ")
+    if scheme.lower() != "basic":
+        return None
+    try:
+        user, sep, password = base64.b64decode(encoded.strip(), validate=True).decode("utf-8").partition(":")
+    except (binascii.Error, UnicodeDecodeError):
+        return None
+    if not sep:
+        return None
+    found = None
+    for name, secret in logins:
+        if secrets.compare_digest(name.encode(), user.encode()) & secrets.compare_digest(secret.encode(),
+                                                                                          password.encode()):
+            found = name
+    return found
+
+
+async def _respond(send, status: int, body: str, content_type: str = "text/plain; charset=utf-8",
+                   headers: list[tuple[bytes, bytes]] = ()) -> None:
     data = body.encode()
     await send({"type": "http.response.start", "status": status,
-                "headers": [(b"content-type", content_type.encode()), (b"content-length", str(len(data)).encode())]})
+                "headers": [(b"content-type", content_type.encode()), (b"content-length", str(len(data)).encode()),
+                            *headers]})
     await send({"type": "http.response.body", "body": data})
+
+
+def mcp_available() -> bool:
+    return importlib.util.find_spec("mcp") is not None
+
+
+def _mcp_lifespan(blocks, settings: ServeSettings, loopback_secret: str):
+    """A Starlette lifespan that, once Gradio has built the MCP server and before any request, gives it our loopback
+    client (logged in behind --auth, carrying the secret) and JSON tool results."""
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app):
+        server = getattr(blocks, "mcp_server_obj", None)
+        if server is not None:
+            _install_loopback(server, settings, loopback_secret)
+            _install_json_results(server)
+            _install_file_schema(server)
+        elif settings.mcp and getattr(blocks, "mcp_error", None):
+            log.warning("%s", blocks.mcp_error)
+        yield
+
+    return lifespan
+
+
+def _install_loopback(server, settings: ServeSettings, secret: str) -> None:
+    """Gradio's MCP server calls queued tools through one ``gradio_client.Client`` of the app's own URL; ours logs in
+    (the hidden loopback login exists only behind --auth) and sends the secret that lets HubGuard trust its caller
+    header."""
+    from gradio_client import Client
+
+    def loopback_client():
+        if server._client_instance is None:
+            server._client_instance = Client(
+                server.local_url, auth=(LOOPBACK_USER, secret) if settings.auth else None, download_files=False,
+                verbose=False, analytics_enabled=False, ssl_verify=False, _skip_components=False,
+                headers={"x-gradio-user": "mcp", LOOPBACK_HEADER.decode(): secret})
+        return server._client_instance
+
+    server._client_instance = None
+    server._get_or_create_client = loopback_client
+
+
+def _install_json_results(server) -> None:
+    """Tool results as the endpoint's JSON text (Gradio gives ``str(dict)``, Python's repr), plus each PNG data URL
+    in it as an MCP image, so an agent's host can show generated images."""
+    from gradio_client import utils as client_utils
+    from mcp import types
+
+    postprocess = server.postprocess_output_data
+
+    def json_results(data, root_url):
+        content = []
+        for output in data:
+            if isinstance(output, (dict, list)) and not client_utils.is_file_obj_with_meta(output):
+                content.append(types.TextContent(type="text", text=json.dumps(output, ensure_ascii=False)))
+                content += [types.ImageContent(type="image", data=png, mimeType="image/png")
+                            for png in _png_data_urls(output)]
+            else:
+                content += postprocess([output], root_url)
+        return content
+
+    server.postprocess_output_data = json_results
+
+
+def _install_file_schema(server) -> None:
+    """A file input's schema as Gradio turns it into a string (data URI or URL), without the FileData object's leftover
+    ``required`` list, which strict MCP hosts refuse on a string."""
+    simplify = server.simplify_filedata_schema
+
+    def without_required(schema):
+        simplified, positions = simplify(schema)
+        for path in positions:
+            node = simplified.get("properties", simplified)
+            for key in path:
+                node = node[key]
+            if node.get("type") == "string":
+                node.pop("required", None)
+                node["format"] = "a data URI (data:image/png;base64,...), or a web address where the hub allows them"
+        return simplified, positions
+
+    server.simplify_filedata_schema = without_required
+
+
+def _png_data_urls(value: Any) -> list[str]:
+    """The base64 payloads of the PNG data URLs anywhere in ``value``."""
+    prefix = "data:image/png;base64,"
+    if isinstance(value, str):
+        return [value[len(prefix):]] if value.startswith(prefix) else []
+    items = value.values() if isinstance(value, dict) else value if isinstance(value, list) else ()
+    return [png for item in items for png in _png_data_urls(item)]
 
 
 def launch(blocks, settings: ServeSettings, stats: Callable[[], dict], *, prevent_thread_lock: bool = False,
@@ -181,7 +386,10 @@ def launch(blocks, settings: ServeSettings, stats: Callable[[], dict], *, preven
     from gradio.utils import get_upload_folder
     from starlette.middleware import Middleware
 
-    token = secrets.token_urlsafe(32)
+    token, loopback_secret = secrets.token_urlsafe(32), secrets.token_urlsafe(32)
+    if settings.mcp and not mcp_available():
+        log.warning(MCP_OFF_NO_PACKAGE)
+        settings = replace(settings, mcp=False)
     blocks.delete_cache = settings.delete_cache_pair
     blocks.queue(max_size=settings.queue_size, api_open=False,  # api_open=True would let /run/* skip the queue
                  default_concurrency_limit=settings.demo_concurrency)
@@ -189,12 +397,16 @@ def launch(blocks, settings: ServeSettings, stats: Callable[[], dict], *, preven
     upload_dir = get_upload_folder()
     Path(upload_dir).mkdir(parents=True, exist_ok=True)
     guard = Middleware(HubGuard, settings=settings, token=token, stats=lambda: _operator_stats(blocks, stats),
-                       upload_dir=upload_dir)
+                       upload_dir=upload_dir, loopback_secret=loopback_secret)
+    logins = list(settings.auth)
+    if logins and settings.mcp:  # the MCP loopback's own login; its password is a secret of this process
+        logins.append((LOOPBACK_USER, loopback_secret))
     result = blocks.launch(
         server_name=settings.host, server_port=settings.port, share=settings.share,
         prevent_thread_lock=True, quiet=prevent_thread_lock,
-        auth=list(settings.auth) or None, max_file_size=settings.max_file_size,
-        enable_monitoring=settings.monitoring, app_kwargs={"middleware": [guard]},
+        auth=logins or None, max_file_size=settings.max_file_size,
+        enable_monitoring=settings.monitoring, mcp_server=settings.mcp,
+        app_kwargs={"middleware": [guard], "lifespan": _mcp_lifespan(blocks, settings, loopback_secret)},
         show_error=True,  # Gradio's own input checks (wrong types through the API) then say what was wrong
         **launch_kwargs,
     )

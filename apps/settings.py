@@ -1,7 +1,8 @@
 """How a hub is served: every limit and switch of a public deployment, from `demohub serve` flags or DEMOHUB_* vars.
 
 Defaults are the safe ones: a hub reachable from other machines (a non-loopback bind, `--share`, a Space) never lets
-visitors start downloads, uploads and queues are bounded, monitoring is off, and file inputs never fetch URLs.
+visitors start downloads, uploads and queues are bounded, monitoring is off, and file inputs never fetch URLs. The MCP
+server (the named API endpoints as tools for agents) is on, under the same rules and the same login.
 """
 
 from __future__ import annotations
@@ -76,6 +77,7 @@ class ServeSettings:
     monitoring: bool = False  # Gradio's /monitoring dashboard and summary
     allow_url_inputs: bool = False  # let file inputs name a web address the server then fetches
     delete_cache: int = 3600  # seconds after which uploads and outputs are deleted (0: keep them)
+    mcp: bool = True  # serve the named API endpoints as MCP tools at /gradio_api/mcp/ (needs gradio[mcp])
 
     def __post_init__(self):
         if self.downloads not in DOWNLOAD_MODES:
@@ -137,6 +139,9 @@ def add_arguments(parser: argparse.ArgumentParser, default_port: int | None = 78
                         help="let file inputs be web addresses that the server fetches (off by default)")
     parser.add_argument("--delete-cache", type=int, default=int(_env("DELETE_CACHE", str(d.delete_cache))),
                         help="delete uploads and outputs older than this many seconds (0: keep them)")
+    parser.add_argument("--no-mcp", dest="mcp", action="store_false",
+                        default=_env("MCP", "1" if d.mcp else "0").lower() in _TRUE,
+                        help="do not serve the named API endpoints as MCP tools (/gradio_api/mcp/; on by default)")
 
 
 def from_args(args: argparse.Namespace) -> ServeSettings:
@@ -144,7 +149,7 @@ def from_args(args: argparse.Namespace) -> ServeSettings:
         host=args.host, port=args.port or ServeSettings.port, share=args.share, downloads=args.downloads,
         max_file_size=args.max_file_size, queue_size=args.queue_size, session_jobs=args.session_jobs,
         demo_concurrency=args.demo_concurrency, auth=parse_auth(args.auth), monitoring=args.monitoring,
-        allow_url_inputs=args.allow_url_inputs, delete_cache=args.delete_cache,
+        allow_url_inputs=args.allow_url_inputs, delete_cache=args.delete_cache, mcp=args.mcp,
     )
 
 

@@ -72,7 +72,7 @@ def _preload(demo: Demo) -> list[str]:
 
 
 def _requirements(demos: tuple[Demo, ...]) -> str:
-    reqs = [f"gradio=={GRADIO_SDK_VERSION}", *BASE_REQUIREMENTS]
+    reqs = [f"gradio[mcp]=={GRADIO_SDK_VERSION}", *BASE_REQUIREMENTS]  # [mcp]: every Space is an MCP server too
     for demo in demos:
         reqs += [r for r in demo.requirements if r not in reqs]
     return "\n".join(reqs) + "\n"

@@ -84,12 +84,21 @@ def model_call(fn: Callable | None = None, *, duration: int = 120) -> Callable:
 
 def api(fn: Callable, *, api_name: str, check: Callable[..., Any] | None = None, **events: Any) -> Any:
     """``gr.api(fn, api_name=...)`` with a ``validator`` (``gr.api`` has no such argument): ``check`` runs before the
-    call is queued, as on the page's own events (see ``validator``)."""
+    call is queued, as on the page's own events (see ``validator``).
+
+    The endpoint is also an MCP tool: Gradio names the tool after the function, so ``fn`` must be named ``api_name``
+    (one name for gradio_client, @gradio/client and MCP), and describes it from the docstring's summary and
+    ``Args:`` entries, which ``tool_docstring`` puts one per line."""
     from gradio.context import get_blocks_context
 
+    if getattr(fn, "__name__", None) != api_name:
+        raise ValueError(f"the function of /{api_name} is named {getattr(fn, '__name__', None)!r}; name it "
+                         f"{api_name!r}: MCP clients call it by its function's name")
     if check is not None and list(inspect.signature(check).parameters) != list(inspect.signature(fn).parameters):
         raise TypeError(f"the check of /{api_name} must take exactly the endpoint's parameters "
                         f"{list(inspect.signature(fn).parameters)}")
+    if fn.__doc__:
+        fn.__doc__ = tool_docstring(fn.__doc__)
     dep = gr.api(fn, api_name=api_name, **events)
     block_fn = get_blocks_context().fns[dep["id"]]
     if block_fn.api_name != api_name:  # Gradio renames a taken name (e.g. a page handler of the same name) silently
@@ -97,6 +106,41 @@ def api(fn: Callable, *, api_name: str, check: Callable[..., Any] | None = None,
     if check is not None:
         block_fn.validator = validator(check)
     return dep
+
+
+_DOC_SECTIONS = ("Args:", "Parameters:", "Arguments:", "Returns:")
+
+
+def tool_docstring(doc: str) -> str:
+    """``doc`` with every ``Args:`` entry on one line and the ``Returns:`` section as one line: Gradio reads an
+    entry's description (the MCP tool's parameter description, the API page's) from its first line only, and each
+    further line after ``Returns:`` as one more return value."""
+    lines, section, out = inspect.cleandoc(doc).splitlines(), None, []
+    entry_indent = None
+    for line in lines:
+        stripped = line.strip()
+        if stripped.startswith(_DOC_SECTIONS):
+            section, entry_indent = stripped.split(":", 1)[0], None
+            out.append(stripped if section != "Returns" else "Returns:")
+            rest = stripped.split(":", 1)[1].strip()
+            if section == "Returns" and rest:
+                out.append("    " + rest)
+            continue
+        if section is None or not stripped:
+            out.append(line)
+            continue
+        indent = len(line) - len(line.lstrip())
+        if section == "Returns":
+            if out[-1] == "Returns:":
+                out.append("    " + stripped)
+            else:
+                out[-1] += " " + stripped
+        elif entry_indent is None or indent <= entry_indent:
+            entry_indent = indent
+            out.append("    " + stripped)
+        else:
+            out[-1] += " " + stripped
+    return "\n".join(out)
 
 
 def paper_card(demo: Demo) -> gr.Markdown:

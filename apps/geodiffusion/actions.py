@@ -22,6 +22,7 @@ from apps.geodiffusion.layout import (
     TIMES_OF_DAY,
     WEATHERS,
     GenerationConfig,
+    Layout,
     encode_prompt,
     load_generation_config,
     load_layout_data,
@@ -34,6 +35,7 @@ from shared.pipeline import Callback
 
 if TYPE_CHECKING:
     from apps.geodiffusion.pipeline import GeoDiffusionOutput
+    from apps.geodiffusion.tokens import LayoutEncoding
 
 WORKS_WITHOUT_WEIGHTS = "You can still draw layouts and see the prompt."
 TABLE_HEADERS = ["label", "x1", "y1", "x2", "y2"]
@@ -101,13 +103,17 @@ class GeoDiffusionPage:
         """The checkpoint's own generation_config.json when on disk (what the pipeline will use), else the released
         values from the fact sheet, so a page shows the right controls, limits and defaults before any download."""
         ws = self.ctx.demo.weight_set(name or self.ctx.default_weights())
-        folder = self.folder(ws.name)
+        return self.checkpoint_config(ws.name) or KNOWN_CONFIGS[ws.name]
+
+    def checkpoint_config(self, name: str | None) -> GenerationConfig | None:
+        """The checkpoint's generation_config.json if the checkpoint is on disk and it reads, else None."""
+        folder = self.folder(name)
         if folder is not None:
             try:
                 return load_generation_config(folder)
             except (OSError, ValueError, KeyError):
                 pass
-        return KNOWN_CONFIGS[ws.name]
+        return None
 
     def start_layout(self, name: str | None) -> str:
         """The first example of the checkpoint's dataset, as layout JSON text."""
@@ -142,6 +148,30 @@ class GeoDiffusionPage:
         inputs = self.check_generate(layout_json, checkpoint, seed, steps, cfg, num_images, epsilon_scaling)
         with self.ctx.compute(checkpoint, on_download) as pipe:
             return pipe(**inputs, callback=callback)
+
+    def check_encode(self, layout_json: str | None, checkpoint: str | None) -> Layout:
+        """The ``/encode_layout`` endpoint's check (no weights): a known checkpoint and a layout that fits it."""
+        try:
+            config = self.config(checkpoint)
+        except UserInputError as error:
+            raise UserInputError(str(error), argument="checkpoint") from None
+        try:
+            return parse_layout(layout_json, config)
+        except UserInputError as error:
+            raise UserInputError(str(error), argument="layout_json") from None
+
+    def encode_layout(self, layout_json: str | None, checkpoint: str | None) -> LayoutEncoding:
+        """The exact prompt for a layout and, where the checkpoint's tokenizer is on this server, its CLIP token count,
+        input ids and the boxes the 77-token limit cuts; needs no weights."""
+        from apps.geodiffusion.tokens import encode_layout
+
+        layout = self.check_encode(layout_json, checkpoint)
+        name = self.ctx.demo.weight_set(checkpoint or self.ctx.default_weights()).name
+        try:
+            tokenizer = self.tokenizer(name)
+        except (OSError, ValueError):  # the checkpoint is here, its tokenizer files are not (or not GeoDiffusion's)
+            tokenizer = None
+        return encode_layout(layout, self.config(name), name, tokenizer, self.checkpoint_config(name) is not None)
 
     def tokenizer(self, name: str | None):
         """The fast tokenizer of a checkpoint that is already on disk (no download, no torch), else None."""

@@ -204,6 +204,9 @@ def load_layout_data(data: str | dict | list | Layout | None) -> dict:
             raise UserInputError(
                 f"The layout is not valid JSON ({error.msg} at line {error.lineno}, column {error.colno}). "
                 'Write it like {"camera": "front", "bbox": [["car", 0.1, 0.4, 0.3, 0.6]]}.') from None
+        except RecursionError:  # thousands of nested brackets: Python's JSON reader gives up
+            raise UserInputError('The layout JSON is nested far too deeply; a layout is {"bbox": [[label, x1, y1, '
+                                 'x2, y2], ...]} and needs three levels.') from None
     if isinstance(data, list):
         data = {"bbox": data}
     if not isinstance(data, dict):

@@ -42,20 +42,40 @@ EDITOR_HTML = """
 </div>
 """
 PRIVATE = {"api_visibility": "private"}
-API_DOC = f"""Generate images from a layout with an official GeoDiffusion checkpoint.
+API_DOC = f"""Generate an image from a layout of labelled boxes with an official GeoDiffusion checkpoint
+    (Stable Diffusion reading the boxes as location tokens); needs the checkpoint's weights.
 
 Args:
-    layout_json: the layout in the official format, e.g. {{"camera": "front", "bbox": [["car", 0.1, 0.4, 0.3, 0.6]]}};
-        coordinates are fractions of the image in [0, 1] (x1, y1 top-left; x2, y2 bottom-right);
-        camera/timeofday/weather apply to the nuImages checkpoints.
-    checkpoint: one of {", ".join(KNOWN_CONFIGS)}.
-    seed: random seed (same seed, same images), 0 to {MAX_SEED:,}.
-    steps: denoising steps, 1 to {MAX_STEPS}; default: the checkpoint's (100 nuImages, 50 COCO-Stuff).
-    cfg: classifier-free guidance scale, 0 to {MAX_GUIDANCE:g}; default: the checkpoint's (5.0 nuImages, 4.0 or 4.5
-        COCO-Stuff).
+    layout_json: the layout as JSON text in the official format, e.g. {{"camera": "front", "bbox": [["car", 0.1,
+        0.4, 0.3, 0.6]]}}: each box is [label, x1, y1, x2, y2] with coordinates as fractions of the image in [0, 1]
+        (x1, y1 top-left; x2, y2 bottom-right), labels from the checkpoint's classes (nuImages: car, truck,
+        pedestrian, ...; COCO-Stuff: the 171 COCO-Stuff classes); camera (front, front left, front right, back,
+        back left, back right), timeofday (daytime, night) and weather (sunny, rain) apply to the nuImages
+        checkpoints; at most 22 boxes (nuImages) or 18 (COCO-Stuff), 20,000 characters.
+    checkpoint: one of {", ".join(KNOWN_CONFIGS)} (only those whose weights are on this server can run).
+    seed: random seed, a whole number from 0 to {MAX_SEED:,}; default 0 (same seed, same image).
+    steps: denoising steps, 1 to {MAX_STEPS}; default (null): the checkpoint's (100 nuImages, 50 COCO-Stuff).
+    cfg: classifier-free guidance scale, 0 to {MAX_GUIDANCE:g}; default (null): the checkpoint's (5.0 nuImages, 4.0
+        or 4.5 COCO-Stuff).
 Returns:
-    images (one PNG data URL), prompt, layout (official format), seed, num_inference_steps, guidance_scale,
-    epsilon_scaling (None), dropped_boxes (indices of boxes CLIP's 77 tokens cut), width, height, warnings.
+    {{"images": [one PNG data URL], "prompt", "layout" (official format), "seed", "num_inference_steps",
+    "guidance_scale", "epsilon_scaling" (null), "dropped_boxes" (indices of boxes CLIP's 77 tokens cut), "width",
+    "height", "warnings"}}
+"""
+ENCODE_DOC = f"""The exact prompt GeoDiffusion reads for a layout, its CLIP token count and which boxes the
+    77-token limit cuts; needs no model weights (check a layout before generating).
+
+Args:
+    layout_json: the layout as JSON text, in the same format as generate's, e.g. {{"camera": "front", "bbox":
+        [["car", 0.1, 0.4, 0.3, 0.6]]}} (boxes [label, x1, y1, x2, y2], coordinates fractions in [0, 1]); at most
+        20,000 characters.
+    checkpoint: one of {", ".join(KNOWN_CONFIGS)}; default {{default}}: its generation config sets the prompt
+        template, the location-token grid and the classes.
+Returns:
+    {{"checkpoint", "prompt", "layout", "generation_config" ("checkpoint": its file here; "released": the published
+    values), "location_grid", "width", "height", "token_count" (with BOS and EOS; null when the checkpoint's
+    tokenizer is not on this server), "max_tokens" (77), "input_ids" (the 77 ids the text encoder reads),
+    "dropped_boxes", "warnings"}}
 """
 
 
@@ -102,8 +122,8 @@ def build(ctx: DemoContext) -> gr.Blocks:
                                                       for k, _ in actions.LAYOUT_FIELDS), page.budget_note(text, name))
 
         @ui.model_call
-        def generate(layout_json, checkpoint, seed, steps, cfg, num_images=1, epsilon_scaling=None,
-                     progress=gr.Progress()):
+        def generate_on_page(layout_json, checkpoint, seed, steps, cfg, num_images=1, epsilon_scaling=None,
+                             progress=gr.Progress()):
             progress(0, desc="Loading the checkpoint")
             out = page.generate(layout_json, checkpoint, seed, steps, cfg, num_images, epsilon_scaling,
                                 callback=lambda i, n: progress((i, n), desc="Denoising", unit="steps"),
@@ -126,25 +146,35 @@ def build(ctx: DemoContext) -> gr.Blocks:
         num_images.change(int, num_images, n_state, **PRIVATE)
         gr.on([use_es.change, es_factor.change], lambda on, lam: float(lam) if on else None, [use_es, es_factor],
               es_state, **PRIVATE)
-        run.click(generate, [layout_json, checkpoint, seed, steps, cfg, n_state, es_state], [prompt, notes, result],
-                  api_name="generate_on_page", validator=ui.validator(page.check_generate), **PRIVATE,
-                  **ui.model_events(ctx)).success(actions.gallery_items, [result, show_boxes], gallery, **PRIVATE)
+        run.click(generate_on_page, [layout_json, checkpoint, seed, steps, cfg, n_state, es_state],
+                  [prompt, notes, result], api_name="generate_on_page", validator=ui.validator(page.check_generate),
+                  **PRIVATE, **ui.model_events(ctx)).success(actions.gallery_items, [result, show_boxes], gallery,
+                                                             **PRIVATE)
         show_boxes.change(actions.gallery_items, [result, show_boxes], gallery, **PRIVATE)
         export.click(export_dataset, result, export_file, **PRIVATE)
-        _generate_api(ctx, page)
+        _api(ctx, page)
     return blocks
 
 
-def _generate_api(ctx: DemoContext, page: GeoDiffusionPage) -> None:
-    """The named endpoint ``/generate``: the pipeline's output as ``to_dict()``, checked before it is queued."""
+def _api(ctx: DemoContext, page: GeoDiffusionPage) -> None:
+    """The named endpoints (and MCP tools) ``/generate`` (the pipeline's output as ``to_dict()``) and
+    ``/encode_layout`` (no weights), both checked before they are queued."""
+    default = ctx.default_weights()
 
     @ui.model_call
-    def generate_api(layout_json: str, checkpoint: str, seed: int = 0, steps: int | None = None,
-                     cfg: float | None = None) -> dict:
+    def generate(layout_json: str, checkpoint: str, seed: int = 0, steps: int | None = None,
+                 cfg: float | None = None) -> dict:
         return page.generate(layout_json, checkpoint, seed, steps, cfg).to_dict()
 
-    generate_api.__doc__ = API_DOC  # the API page's description and parameter notes
-    ui.api(generate_api, api_name="generate", check=page.check_api, **ui.model_events(ctx))
+    @ui.user_errors
+    def encode_layout(layout_json: str, checkpoint: str = default) -> dict:
+        return page.encode_layout(layout_json, checkpoint).to_dict()
+
+    generate.__doc__ = API_DOC  # the API page's and the MCP tool's description
+    encode_layout.__doc__ = ENCODE_DOC.replace("{default}", default)
+    ui.api(generate, api_name="generate", check=page.check_api, **ui.model_events(ctx))
+    # No model and no GPU: outside the demo's model queue group.
+    ui.api(encode_layout, api_name="encode_layout", check=page.check_encode)
 
 
 def _layout_column(start: str, config):

@@ -29,7 +29,7 @@ from apps.geodiffusion.layout import (
     load_generation_config,
     parse_layout,
 )
-from apps.geodiffusion.tokens import BASE_VOCAB_SIZE, LocationTokenizer, truncated_boxes
+from apps.geodiffusion.tokens import BASE_VOCAB_SIZE, LocationTokenizer, cut_boxes_warning, truncated_boxes
 from shared.errors import UserInputError
 from shared.pipeline import Callback, Pipeline, PipelineOutput
 
@@ -51,11 +51,8 @@ class GeoDiffusionOutput(PipelineOutput):
 
     @property
     def warnings(self) -> tuple[str, ...]:
-        if not self.dropped_boxes:
-            return ()
-        names = ", ".join(f"#{i + 1} ({self.layout.boxes[i].label})" for i in self.dropped_boxes)
-        return (f"The prompt is longer than CLIP's 77 tokens, so box(es) {names} were cut and ignored by the model; "
-                "use fewer boxes or shorter labels.",)
+        warning = cut_boxes_warning(self.layout, self.dropped_boxes)
+        return (warning,) if warning else ()
 
     def to_dict(self) -> dict[str, Any]:
         return {**super().to_dict(), "warnings": list(self.warnings)}  # an API client learns of cut boxes too

@@ -28,10 +28,17 @@ from __future__ import annotations
 import json
 import re as std_re
 import unicodedata
+from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import regex
+
+from shared.pipeline import PipelineOutput
+
+if TYPE_CHECKING:
+    from apps.geodiffusion.layout import GenerationConfig, Layout
 
 BASE_VOCAB_SIZE = 49408
 BOS_ID, EOS_ID = 49406, 49407
@@ -251,3 +258,53 @@ def truncated_boxes(layout, config, tokenizer: LocationTokenizer, shuffle_seed: 
         if tokenizer.overflow(prefix):
             dropped.append(index)
     return dropped
+
+
+def cut_boxes_warning(layout: Layout, dropped) -> str:
+    """The sentence about boxes whose tokens CLIP's 77-token limit cuts ("" when none is)."""
+    if not dropped:
+        return ""
+    names = ", ".join(f"#{i + 1} ({layout.boxes[i].label})" for i in dropped)
+    return (f"The prompt is longer than CLIP's 77 tokens, so box(es) {names} were cut and ignored by the model; "
+            "use fewer boxes or shorter labels.")
+
+
+NO_TOKENIZER = ("The {checkpoint} tokenizer is not on this server, so the token count and the boxes CLIP's 77-token "
+                "limit would cut are unknown; the prompt itself is exact (it needs only the checkpoint's generation "
+                "config).")
+
+
+@dataclass(frozen=True)
+class LayoutEncoding(PipelineOutput):
+    """What the model reads for a layout, without any weights: the ``/encode_layout`` answer as ``to_dict()``."""
+
+    checkpoint: str
+    prompt: str  # the exact prompt (location tokens <lN> for each box's corners)
+    layout: Layout  # the layout as checked, official format
+    generation_config: str  # "checkpoint" (its generation_config.json here) or "released" (the published values)
+    location_grid: tuple[int, int]  # location-token buckets per side (x, y)
+    width: int
+    height: int
+    token_count: int | None = None  # CLIP tokens of the prompt with BOS and EOS, before truncation (None: no tokenizer)
+    max_tokens: int = MODEL_MAX_LENGTH
+    input_ids: tuple[int, ...] | None = None  # the 77 ids the text encoder reads (truncated, padded)
+    dropped_boxes: tuple[int, ...] | None = None  # layout indices whose tokens the limit cuts (None: no tokenizer)
+    warnings: tuple[str, ...] = ()
+
+
+def encode_layout(layout: Layout, config: GenerationConfig, checkpoint: str, tokenizer: LocationTokenizer | None,
+                  from_checkpoint: bool) -> LayoutEncoding:
+    """The prompt, and with the checkpoint's tokenizer its token count, ids and cut boxes, for a checked layout."""
+    from apps.geodiffusion.layout import encode_prompt
+
+    prompt = encode_prompt(layout, config)
+    common = {"checkpoint": checkpoint, "prompt": prompt, "layout": layout,
+              "generation_config": "checkpoint" if from_checkpoint else "released",
+              "location_grid": tuple(config.num_bucket_per_side), "width": config.width, "height": config.height}
+    if tokenizer is None:
+        return LayoutEncoding(**common, warnings=(NO_TOKENIZER.format(checkpoint=checkpoint),))
+    dropped = tuple(truncated_boxes(layout, config, tokenizer))
+    warning = cut_boxes_warning(layout, dropped)
+    return LayoutEncoding(**common, token_count=len(tokenizer.content_ids(prompt)) + 2, max_tokens=tokenizer.max_length,
+                          input_ids=tuple(tokenizer.encode(prompt)), dropped_boxes=dropped,
+                          warnings=(warning,) if warning else ())

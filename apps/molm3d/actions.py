@@ -108,6 +108,17 @@ def check_api(smiles: str, question: str = "") -> MoLM3DInputs:
         raise UserInputError(str(error), argument="smiles") from None
 
 
+def check_properties(smiles: str, seed: int = DEFAULT_SEED) -> None:
+    """The ``/molecule_properties`` endpoint's check (parameter names = the endpoint's): the molecule and the seed."""
+    from apps.molm3d.properties import check_inputs
+
+    try:
+        check_inputs(smiles, seed)
+    except UserInputError as error:
+        where = "smiles" if error.argument == "molecule" else error.argument
+        raise UserInputError(str(error), argument=where) from None
+
+
 # -- running ---------------------------------------------------------------------------------------------------
 
 
@@ -160,6 +171,15 @@ def ask_api(ctx: DemoContext, smiles: str, question: str = "") -> dict[str, Any]
     check_api(smiles, question)
     with ctx.compute() as pipe:
         return pipe(**api_request(smiles, question)).to_dict()
+
+
+def molecule_properties(smiles: str, seed: int = DEFAULT_SEED) -> dict[str, Any]:
+    """The ``/molecule_properties`` endpoint: RDKit's reference values and conformer, no weights;
+    exactly ``MoleculeProperties.to_dict()``."""
+    from apps.molm3d.properties import molecule_properties
+
+    check_properties(smiles, seed)
+    return molecule_properties(smiles, seed).to_dict()
 
 
 # -- display ---------------------------------------------------------------------------------------------------

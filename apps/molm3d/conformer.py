@@ -24,6 +24,7 @@ MAX_HEAVY_ATOMS = 256
 EMBED_TIMEOUT_S = 20  # per ETKDG attempt (at most three attempts); RDKit stops the embedding there
 MAX_INPUT_CHARS = 100_000
 DEFAULT_SEED = 42  # ETKDG randomSeed when none is given
+MAX_SEED = 2**31 - 1  # RDKit's randomSeed is a C int (-1 would mean "random": not reproducible)
 
 
 @lru_cache(maxsize=1)
@@ -52,6 +53,7 @@ class Conformer:
     used_fallback: bool = False  # the official fallback embedding path was taken
     from_file_coordinates: bool = False
     warnings: list[str] = field(default_factory=list)
+    mmff_energy: float | None = None  # kcal/mol, MMFF94 energy of the optimised conformer (None: not optimised here)
 
     @property
     def num_heavy_atoms(self) -> int:
@@ -63,6 +65,28 @@ class Conformer:
         for sym, (x, y, z) in zip(self.symbols, self.coordinates[1:-1], strict=True):
             lines.append(f"{sym} {x:.4f} {y:.4f} {z:.4f}")
         return "\n".join(lines) + "\n"
+
+
+def method(conf: Conformer, seed: int) -> str:
+    """How the conformer's coordinates were made, in words."""
+    if conf.from_file_coordinates:
+        return "coordinates from the uploaded file"
+    return f"RDKit ETKDG (seed {seed}) + MMFF" + (", via the official fallback embedding" if conf.used_fallback else "")
+
+
+def whole_number(value, what: str, low: int, high: int | None = None) -> int:
+    """``value`` as an int from ``low`` to ``high``; a UserInputError saying so otherwise (bools refused)."""
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)
+    if isinstance(value, bool) or not isinstance(value, int) or value < low or (high is not None and value > high):
+        bound = f"from {low:,} to {high:,}" if high is not None else f"of at least {low:,}"
+        raise UserInputError(f"{what} must be a whole number {bound}, not {value!r:.40}.")
+    return value
+
+
+def check_seed(seed) -> int:
+    """The ETKDG seed: ``DEFAULT_SEED`` when none is given, else a whole number RDKit takes."""
+    return whole_number(DEFAULT_SEED if seed in (None, "") else seed, "The conformer seed", 0, MAX_SEED)
 
 
 def is_molblock(text: str) -> bool:
@@ -137,7 +161,7 @@ def _has_3d(mol) -> bool:
 
 
 def _embed(mol, seed: int, timeout_s: int, notes: list[str]):
-    """The official embedding with hydrogens; returns (Mol with Hs and one conformer, used_fallback)."""
+    """The official embedding with hydrogens; returns (Mol with Hs and one conformer, used_fallback, MMFF energy)."""
     from rdkit import Chem
     from rdkit.Chem import AllChem, rdDistGeom
 
@@ -152,8 +176,7 @@ def _embed(mol, seed: int, timeout_s: int, notes: list[str]):
 
     mol_h = Chem.AddHs(mol)
     if rdDistGeom.EmbedMolecule(mol_h, params()) == 0:
-        _mmff(mol_h)
-        return mol_h, False
+        return mol_h, False, _mmff(mol_h)
     heavy = Chem.RemoveHs(mol)
     if rdDistGeom.EmbedMolecule(heavy, params(max_attempts=5000)) != 0:
         # Beyond the official code (which crashes here): RDKit's advice for large molecules, random start coords.
@@ -165,17 +188,23 @@ def _embed(mol, seed: int, timeout_s: int, notes: list[str]):
         notes.append("The official embedding failed for this molecule, so its conformer was embedded from random "
                      "starting coordinates (RDKit's advice for large molecules); 3D-MoLM never saw such conformers.")
     mol_h = AllChem.AddHs(heavy, addCoords=True)
-    _mmff(mol_h)
-    return mol_h, True
+    return mol_h, True, _mmff(mol_h)
 
 
-def _mmff(mol_h) -> None:
+def _mmff(mol_h) -> float | None:
+    """The official MMFF optimisation; returns the MMFF94 energy (kcal/mol) it reached, None without parameters."""
     from rdkit.Chem import AllChem
 
     try:
         AllChem.MMFFOptimizeMolecule(mol_h)
     except Exception:  # the official code ignores MMFF errors (missing parameters, e.g. rare elements)
         pass
+    try:
+        props = AllChem.MMFFGetMoleculeProperties(mol_h)
+        force_field = AllChem.MMFFGetMoleculeForceField(mol_h, props) if props is not None else None
+        return None if force_field is None else float(force_field.CalcEnergy())
+    except Exception:  # e.g. an element MMFF has no parameters for
+        return None
 
 
 def featurize(molecule: str | Molecule, seed: int = DEFAULT_SEED, timeout_s: int = EMBED_TIMEOUT_S) -> Conformer:
@@ -192,9 +221,9 @@ def featurize(molecule: str | Molecule, seed: int = DEFAULT_SEED, timeout_s: int
 
     from_file = _has_3d(mol)
     if from_file:
-        mol_h, fallback = Chem.Mol(mol), False
+        mol_h, fallback, energy = Chem.Mol(mol), False, None
     else:
-        mol_h, fallback = _embed(mol, seed, timeout_s, notes)
+        mol_h, fallback, energy = _embed(mol, seed, timeout_s, notes)
     positions = mol_h.GetConformer().GetPositions()
     keep = [a.GetIdx() for a in mol_h.GetAtoms() if a.GetAtomicNum() > 1]
     symbols = [mol_h.GetAtomWithIdx(i).GetSymbol() for i in keep]
@@ -214,5 +243,5 @@ def featurize(molecule: str | Molecule, seed: int = DEFAULT_SEED, timeout_s: int
     return Conformer(
         smiles=smiles, symbols=symbols, atoms=atoms, coordinates=coords.astype(np.float32),
         distances=distances.astype(np.float32), edge_types=edge_types, mol=_without_hs(mol_h),
-        used_fallback=fallback, from_file_coordinates=from_file, warnings=notes,
+        used_fallback=fallback, from_file_coordinates=from_file, warnings=notes, mmff_energy=energy,
     )

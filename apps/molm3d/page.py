@@ -67,17 +67,6 @@ def build(ctx: DemoContext) -> gr.Blocks:
                 on_download=ui.download_progress(progress))
             return actions.page_outputs(view, answer)
 
-        @ui.model_call
-        def ask_endpoint(smiles: str, question: str = "") -> dict:
-            """Ask 3D-MoLM about a molecule.
-
-            Args:
-                smiles: the molecule as a SMILES string.
-                question: a free question, or a task name ('caption', 'molecular_weight', 'logp', 'tpsa',
-                    'complexity', 'homo', 'lumo', 'homo_lumo_gap', 'scf_energy'); empty asks for a description.
-            """
-            return actions.ask_api(ctx, smiles, question)
-
         shown = [o["depiction"], o["viewer"], table, o["info"]]
         view_inputs = [i["smiles"], i["sdf"], i["seed"]]
         for trigger in (i["show_btn"].click, i["smiles"].submit, i["sdf"].upload):
@@ -87,9 +76,49 @@ def build(ctx: DemoContext) -> gr.Blocks:
                            api_visibility="private", **ui.model_events(ctx))
         i["weights"].change(lambda name: ui.weights_notice(ctx, name, actions.WORKS_WITHOUT_WEIGHTS), i["weights"],
                             status, api_visibility="private")
-        ui.api(ask_endpoint, api_name="ask", check=actions.check_api, **ui.model_events(ctx))
+        _api(ctx)
         demo.load(show, view_inputs, shown, api_visibility="private")
     return demo
+
+
+def _api(ctx: DemoContext) -> None:
+    """The named endpoints (and MCP tools) ``ask`` (the model) and ``molecule_properties`` (RDKit only)."""
+
+    @ui.model_call
+    def ask(smiles: str, question: str = "") -> dict:
+        """Ask 3D-MoLM (Llama-2-7B reading a 3D molecule encoder) about a molecule; needs its ~14 GB of weights.
+
+        Args:
+            smiles: the molecule as a SMILES string (or an SDF/MOL block as text), 1 to 256 heavy atoms.
+            question: a free question (at most 2,000 characters; the model reads the first 64), or a task
+                name: 'caption', 'molecular_weight', 'logp', 'tpsa', 'complexity', 'homo', 'lumo',
+                'homo_lumo_gap', 'scf_energy'; default "" asks for a description.
+        Returns:
+            {"smiles", "task", "instruction", "prompt", "text" (the answer), "value" and "unit" (the number read
+            from it, property tasks), "reference" (RDKit's value where it computes one), "notes", "difference"}
+        """
+        return actions.ask_api(ctx, smiles, question)
+
+    @ui.user_errors
+    def molecule_properties(smiles: str, seed: int = actions.DEFAULT_SEED) -> dict:
+        """RDKit reference values and the 3D conformer 3D-MoLM would read, for one molecule; needs no model weights.
+
+        Args:
+            smiles: the molecule as a SMILES string (or an SDF/MOL block as text), 1 to 256 heavy atoms,
+                e.g. "CC(=O)Oc1ccccc1C(=O)O".
+            seed: the ETKDG embedding seed, a whole number from 0 to 2,147,483,647; default 42 (same seed,
+                same conformer).
+        Returns:
+            {"smiles", "canonical_smiles", "formula", "num_atoms" (with hydrogens), "num_heavy_atoms",
+            "properties": [{"key", "name", "unit", "value", "method"}] (molecular weight g/mol, LogP, TPSA Å²
+            from RDKit; value null where RDKit cannot compute one), "conformer": {"method", "seed", "mmff_energy"
+            (kcal/mol), "used_fallback", "xyz" (heavy atoms, Å, centred)}, "notes"}
+        """
+        return actions.molecule_properties(smiles, seed)
+
+    ui.api(ask, api_name="ask", check=actions.check_api, **ui.model_events(ctx))
+    # No model and no GPU: outside the demo's model queue group, like the page's "Show conformer".
+    ui.api(molecule_properties, api_name="molecule_properties", check=actions.check_properties)
 
 
 if __name__ == "__main__":

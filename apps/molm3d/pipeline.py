@@ -27,6 +27,7 @@ from typing import Any
 import torch
 
 from apps.molm3d import conformer as conf
+from apps.molm3d.conformer import whole_number
 from apps.molm3d.llm import load_llama
 from apps.molm3d.properties import PropertyReference, reference
 from apps.molm3d.tasks import (
@@ -50,7 +51,7 @@ GENERALIST_FILE = "generalist/generalist.ckpt"
 LLAMA_DIR = "llama-2-7b-hf"
 PREFIX = "blip2opt."
 MAX_BATCH = 16
-MAX_SEED = 2**31 - 1  # RDKit's randomSeed is a C int (-1 would mean "random": not reproducible)
+MAX_SEED = conf.MAX_SEED  # RDKit's randomSeed limit (conformer.py)
 
 
 @dataclass(frozen=True)
@@ -105,15 +106,6 @@ def _argument(name: str) -> Iterator[None]:
         yield
     except UserInputError as error:
         raise UserInputError(str(error), argument=name) from None
-
-
-def _whole_number(value, what: str, low: int, high: int | None = None) -> int:
-    if isinstance(value, float) and value.is_integer():
-        value = int(value)
-    if isinstance(value, bool) or not isinstance(value, int) or value < low or (high is not None and value > high):
-        bound = f"from {low:,} to {high:,}" if high is not None else f"of at least {low:,}"
-        raise UserInputError(f"{what} must be a whole number {bound}, not {value!r:.40}.")
-    return value
 
 
 def load_checkpoint(path: Path) -> dict[str, torch.Tensor]:
@@ -224,15 +216,15 @@ class MoLM3DPipeline(Pipeline):
                                      "tokens itself.")
         instruction, notes = instruction_for(spec, question)
         with _argument("seed"):
-            seed = _whole_number(conf.DEFAULT_SEED if seed in (None, "") else seed, "The conformer seed", 0, MAX_SEED)
+            seed = conf.check_seed(seed)
         with _argument("num_beams"):
-            beams = _whole_number(EVAL_DECODING["num_beams"] if num_beams is None else num_beams, "num_beams", 1)
+            beams = whole_number(EVAL_DECODING["num_beams"] if num_beams is None else num_beams, "num_beams", 1)
         with _argument("max_new_tokens"):
-            most = _whole_number(spec.max_new_tokens if max_new_tokens is None else max_new_tokens,
+            most = whole_number(spec.max_new_tokens if max_new_tokens is None else max_new_tokens,
                                  "max_new_tokens", 1)
         with _argument("min_new_tokens"):
             least = (min(spec.min_new_tokens, most) if min_new_tokens is None
-                     else _whole_number(min_new_tokens, "min_new_tokens", 0, most))
+                     else whole_number(min_new_tokens, "min_new_tokens", 0, most))
         return MoLM3DInputs(checked, not batch, spec, instruction, tuple(notes), seed, beams, most, least)
 
     def __call__(self, molecule, question: str | None = None, task: str | None = None, *,

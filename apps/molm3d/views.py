@@ -11,7 +11,7 @@ import html
 import json
 import math
 
-from apps.molm3d.conformer import Conformer
+from apps.molm3d.conformer import Conformer, method
 
 SIZE = 360
 COLORS = {"C": "#505050", "N": "#3050f8", "O": "#e01010", "S": "#c8a000", "P": "#ff8000", "F": "#60c040",
@@ -129,8 +129,7 @@ watch('value', molm3dView);
 
 
 def info_markdown(conf: Conformer, seed: int) -> str:
-    how = "coordinates from the uploaded file" if conf.from_file_coordinates else (
-        f"RDKit ETKDG (seed {seed}) + MMFF" + (", via the official fallback embedding" if conf.used_fallback else ""))
+    how = method(conf, seed)
     lines = [f"**{html.escape(conf.smiles[:120])}**: {conf.num_heavy_atoms} heavy atoms, {how}."]
     lines += [f"⚠️ {html.escape(w)}" for w in conf.warnings]
     return "\n\n".join(lines)

@@ -15,7 +15,7 @@ from apps import ui
 from apps.prax import actions, dsl
 from shared.context import DemoContext
 
-INTERNAL = {"api_visibility": "undocumented"}
+INTERNAL = {"api_visibility": "private"}  # page events: not in the API page, gradio_client or MCP
 
 
 def build(ctx: DemoContext) -> gr.Blocks:
@@ -150,29 +150,41 @@ def _wire_models(ctx: DemoContext, w: SimpleNamespace) -> None:
 
 
 def _api(ctx: DemoContext) -> None:
+    """The named endpoints (and MCP tools) ``synthesize`` and ``suggest``."""
     pragmatic = ctx.default_weights(actions.PRAGMATIC_PREFERENCE)
+    names = ", ".join(ws.name for ws in ctx.demo.weight_sets)
 
-    def synthesize_endpoint(examples: list[dict], weights: str = pragmatic, k: int = actions.SHOWN) -> dict:
-        """Ranked regex guesses for labelled examples.
+    def synthesize(examples: list[dict], weights: str = pragmatic, k: int = actions.SHOWN) -> dict:
+        """Guess the regular expression a person means from strings it should and should not match (PraX listener).
 
         Args:
-            examples: list of {"string": str, "label": "+" or "-"}.
-            weights: weight set name, e.g. "tiny-pragmatic" or "pragmatic-ft-listener".
-            k: how many guesses to return (1-50).
+            examples: the labelled strings, a list of {"string": str, "label": "+" or "-"} ("+": should match, "-":
+                should not); 1 to 30 examples, each string 1 to 100 printable ASCII characters, no string both + and -.
+            weights: the listener's weight set; default "{pragmatic}"; one of {names} (the bundled tiny-* ones are
+                always here, the official ones only where the operator has downloaded them).
+            k: how many guesses to return, 1 to 50; default 5.
+        Returns:
+            {"weights", "examples", "candidates": [{"program", "logprob", "probability", "matches", "count"}] best
+            first (matches: whether the program matches each example), "n_samples", "n_consistent", "n_unique"}
         """
         return actions.synthesize(ctx, examples, weights, k=k).to_dict()
 
-    def suggest_endpoint(examples: list[dict]) -> dict:
-        """The most informative next example for the PraX listener's current top guess.
+    def suggest(examples: list[dict]) -> dict:
+        """The most informative next example for the PraX listener's current top guess (RSA over its candidates).
 
         Args:
-            examples: list of {"string": str, "label": "+" or "-"}.
+            examples: the labelled strings so far, a list of {"string": str, "label": "+" or "-"}; 1 to 30 examples,
+                each string 1 to 100 printable ASCII characters.
+        Returns:
+            {"example": {"string", "label"}, "speaker_probability", "assumed_program", "n_programs", "n_candidates",
+            "remaining", "method", "note"}
         """
         return actions.suggest(ctx, examples, pragmatic).to_dict()
 
+    synthesize.__doc__ = synthesize.__doc__.replace("{pragmatic}", pragmatic).replace("{names}", names)
     events = ui.model_events(ctx)
-    ui.api(ui.model_call(synthesize_endpoint), api_name="synthesize", check=actions.check_synthesize, **events)
-    ui.api(ui.model_call(suggest_endpoint), api_name="suggest", check=actions.check_suggest, **events)
+    ui.api(ui.model_call(synthesize), api_name="synthesize", check=actions.check_synthesize, **events)
+    ui.api(ui.model_call(suggest), api_name="suggest", check=actions.check_suggest, **events)
 
 
 if __name__ == "__main__":

@@ -107,26 +107,34 @@ def _batch_tab(ctx: DemoContext, selected, threshold, user_tags) -> None:
 
 
 def _api_endpoints(ctx: DemoContext) -> None:
+    """The named endpoints (and MCP tools) ``tag_image`` and ``tag_batch``."""
+
     def tag_image(image: gr.FileData, threshold: float = actions.DEFAULT_THRESHOLD, user_tags: str = "") -> dict:
-        """Tag one image and caption it (guided by your tags if you give any).
+        """Tag one image with Tag2Text and caption it (the caption follows your tags if you give any).
 
         Args:
-            image: the image file.
-            threshold: tags scoring above this are shown (0-1; official default 0.68).
-            user_tags: optional comma-separated tags that steer the caption.
+            image: the image (JPEG, PNG, WebP, BMP, GIF or TIFF; at most 25 MB by default and 50 megapixels). Over
+                MCP send it as a data URI ("data:image/png;base64,..."); a web address (http/https) is refused unless
+                the operator started the hub with --allow-url-inputs.
+            threshold: a tag is kept when its score is above this, 0 to 1; default 0.68 (the official value; person,
+                man and woman keep 0.7).
+            user_tags: optional comma-separated tags (at most 1,000 characters) that replace the recognised ones
+                for the caption; default "" (caption from the recognised tags).
         Returns:
             {"results": [{"name", "tags": [{"index", "name", "score"}], "caption", "user_tags", "caption_tags"}],
-             "threshold", "skipped"}
+            "threshold", "skipped"}: one result for the image.
         """
         return actions.tag_image(ctx, image, threshold, user_tags).to_dict()
 
     def tag_batch(files: list[gr.FileData], threshold: float = actions.DEFAULT_THRESHOLD, user_tags: str = "") -> dict:
-        """Tag and caption several images, or zips of images (one result per image, in order).
+        """Tag and caption several images, or zip archives of images, with Tag2Text (one result per image, in order).
 
         Args:
-            files: image files and/or zip archives of images (at most 64 images in all).
-            threshold: tags scoring above this are shown (0-1; official default 0.68).
-            user_tags: optional comma-separated tags that steer every caption.
+            files: image files and/or zip archives of images, at most 64 images and 250 megapixels in all. Over MCP
+                send each as a data URI ("data:image/png;base64,..."); web addresses only where the operator allows
+                them (--allow-url-inputs).
+            threshold: a tag is kept when its score is above this, 0 to 1; default 0.68.
+            user_tags: optional comma-separated tags that steer every caption; default "".
         Returns:
             the same form as tag_image, one entry of "results" per image; "skipped" names unreadable zip members.
         """

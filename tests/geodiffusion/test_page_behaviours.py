@@ -142,7 +142,7 @@ def test_coco_export_of_a_nuimages_layout(tmp_path):
 def test_export_of_images_generated_on_the_page(time_weather_on_disk):
     ctx = DemoContext(DEMO, ModelPool(budget_bytes=10**9))
     blocks = build(ctx)
-    generate, export = handler(blocks, "generate"), handler(blocks, "export_dataset")
+    generate, export = handler(blocks, "generate_on_page"), handler(blocks, "export_dataset")
     gallery_items = handler(blocks, "gallery_items", events=2)  # after generate, and when "show boxes" changes
     assert list(export.inputs) == [generate.outputs[2]] == [gallery_items.inputs[0]]  # the state generate writes
     with pytest.raises(gr.Error, match="Generate images first"):

@@ -85,3 +85,17 @@ def test_impossible_settings_are_refused():
         ServeSettings(downloads="sometimes")
     with pytest.raises(UserInputError, match="queue-size must be at least 1"):
         ServeSettings(queue_size=0)
+
+
+def test_mcp_is_on_by_default_and_off_by_flag_or_variable(monkeypatch):
+    monkeypatch.delenv("DEMOHUB_MCP", raising=False)
+    assert ServeSettings().mcp and from_env().mcp
+    parser = argparse.ArgumentParser()
+    add_arguments(parser)
+    assert from_args(parser.parse_args([])).mcp
+    assert not from_args(parser.parse_args(["--no-mcp"])).mcp
+    for off in ("0", "false", "no", "off"):
+        monkeypatch.setenv("DEMOHUB_MCP", off)
+        assert not from_env().mcp, off
+    monkeypatch.setenv("DEMOHUB_MCP", "1")
+    assert from_env().mcp

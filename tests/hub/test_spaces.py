@@ -71,7 +71,7 @@ def test_space_yaml_is_valid(name):
 def test_requirements_pin_gradio_and_parse(name):
     lines = (spaces.SPACES_ROOT / name / "requirements.txt").read_text().split()
     reqs = [Requirement(line) for line in lines]
-    assert f"gradio=={spaces.GRADIO_SDK_VERSION}" in lines
+    assert f"gradio[mcp]=={spaces.GRADIO_SDK_VERSION}" in lines  # every Space is an MCP server too
     assert "torch" in {r.name for r in reqs}
 
 

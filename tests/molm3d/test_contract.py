@@ -227,7 +227,7 @@ def test_model_events_use_their_checks(tmp_path, monkeypatch):
     """Which check guards which event (that every model event has one is tests/shared/test_contract_all.py)."""
     fns = page_events(DEMO, tmp_path, monkeypatch)
     checks = {f.name: inspect.unwrap(f.validator) for f in fns if f.validator is not None}
-    assert checks["ask_with_views"] is actions.check_ask and checks["ask_endpoint"] is actions.check_api
+    assert checks["ask_with_views"] is actions.check_ask and checks["ask"] is actions.check_api
 
 
 @pytest.mark.parametrize(("inputs", "marked", "fragment"), [

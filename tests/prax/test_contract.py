@@ -219,7 +219,7 @@ def test_suggest_endpoint_returns_the_suggestion_to_dict(served):
 def test_every_model_event_is_validated_before_queueing():
     blocks = page.build(DemoContext(DEMO, pool=ModelPool(budget_bytes=10**9)))
     model_events = [f for f in blocks.fns.values() if f.concurrency_id == "prax"]
-    assert {f.name for f in model_events} == {"update", "suggest_example", "synthesize_endpoint", "suggest_endpoint"}
+    assert {f.name for f in model_events} == {"update", "suggest_example", "synthesize", "suggest"}
     assert all(f.validator is not None for f in model_events), [f.name for f in model_events if not f.validator]
     assert sorted(f.api_name for f in model_events if f.api_visibility == "public") == ["suggest", "synthesize"]
     for fn in model_events:  # the check's parameters are the event's inputs, so an error marks the right one
@@ -265,5 +265,5 @@ def test_page_validators_mark_the_input_at_fault():
     assert all(m["is_valid"] for m in marks)
     marks = validators["suggest_example"](SPEC, "nope")
     assert [m["is_valid"] for m in marks] == [True, False] and "Unknown weight set" in marks[1]["message"]
-    mark = validators["suggest_endpoint"](ex(("x", "+"), ("x", "-")))
+    mark = validators["suggest"](ex(("x", "+"), ("x", "-")))
     assert mark["is_valid"] is False and "both as a match" in mark["message"]

@@ -137,3 +137,19 @@ def assert_clean(message: str, *paths: Path) -> None:
     for marker in (*SERVER_PATH_MARKERS, *(str(p) for p in paths)):
         assert marker not in message, f"{marker!r} leaked into: {message}"
     assert len(message) < 600, message
+
+
+def mcp_call(url: str, tool: str, arguments: dict, headers: dict[str, str] | None = None):
+    """One MCP tool call the way an agent makes it (the official ``mcp`` client, streamable HTTP): the result."""
+    from mcp import ClientSession
+    from mcp.client.streamable_http import streamablehttp_client
+
+    async def work():
+        async with streamablehttp_client(f"{url}/gradio_api/mcp/", headers=headers) as (read, write, _), \
+                ClientSession(read, write) as session:
+            await session.initialize()
+            return await session.call_tool(tool, arguments)
+
+    from tests.mcp.conftest import run_async
+
+    return run_async(work())

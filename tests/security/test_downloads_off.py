@@ -11,7 +11,7 @@ import pytest
 import requests
 
 from tests.security import raw
-from tests.security.conftest import assert_clean, honest_request_works
+from tests.security.conftest import assert_clean, honest_request_works, mcp_call
 
 EXAMPLES = [{"string": "ab1", "label": "+"}, {"string": "x", "label": "-"}]
 
@@ -47,6 +47,21 @@ def test_named_endpoint_for_missing_weights_gets_the_operator_sentence(public_hu
     assert not answer.ok
     assert without_id(answer.message) == operator_sentence(demo, weights, size)
     assert_clean(answer.message, public_hub.root)
+    honest_request_works(public_hub.url)
+
+
+@pytest.mark.parametrize(("tool", "arguments", "demo", "weights", "size"), [
+    ("synthesize", {"examples": EXAMPLES, "weights": "pragmatic-ft-listener"}, "prax", "pragmatic-ft-listener",
+     "1.20 GB"),
+    ("generate", {"layout_json": '{"bbox": [["car", 0.1, 0.4, 0.3, 0.6]]}', "checkpoint": "nuimages-512x512",
+                  "steps": 2}, "geodiffusion", "nuimages-512x512", "4.91 GB"),
+    ("ask", {"smiles": "CCO", "question": "logp"}, "molm3d", "generalist", "14 GB"),
+], ids=["prax", "geodiffusion", "molm3d"])
+def test_mcp_tool_for_missing_weights_gets_the_operator_sentence(public_hub, tool, arguments, demo, weights, size):
+    """An agent (MCP is on by default) reaches no download either, and reads the visitor's sentence."""
+    result = mcp_call(public_hub.url, tool, arguments)
+    assert result.isError and without_id(result.content[0].text) == operator_sentence(demo, weights, size)
+    assert_clean(result.content[0].text, public_hub.root)
     honest_request_works(public_hub.url)
 
 

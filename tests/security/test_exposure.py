@@ -3,6 +3,7 @@ with --auth, nothing without a login. The operator reads the pool with `demohub 
 
 from __future__ import annotations
 
+import base64
 import json
 import os
 import subprocess
@@ -17,7 +18,7 @@ from gradio_client import Client
 from shared.weights import REPO_ROOT
 from tests.conftest import free_port
 from tests.security import raw
-from tests.security.conftest import HONEST_PRAX, honest_request_works
+from tests.security.conftest import HONEST_PRAX, honest_request_works, mcp_call
 
 
 @pytest.mark.parametrize("path", ["/monitoring", "/monitoring/summary", "/gradio_api/monitoring/summary"])
@@ -107,6 +108,17 @@ def test_private_hub_needs_a_login(private_hub):
     assert r.status_code == 400
     with pytest.raises(Exception):  # noqa: B017 - gradio_client raises ValueError("Could not login ...")
         Client(private_hub, auth=("ada", "wrong"), verbose=False)
+
+
+def test_private_hub_mcp_needs_the_same_login(private_hub):
+    """Gradio's login does not cover its MCP routes; the hub asks for the same logins as HTTP Basic credentials."""
+    for path in ("/gradio_api/mcp/", "/gradio_api/mcp/sse", "/gradio_api/mcp/schema"):
+        assert requests.post(private_hub + path, json={}, timeout=30).status_code == 401, path
+        assert requests.get(private_hub + path, auth=("ada", "wrong"), timeout=30).status_code == 401, path
+    login = {"Authorization": "Basic " + base64.b64encode(b"alan:turing").decode()}
+    result = mcp_call(private_hub, "synthesize", {"examples": HONEST_PRAX[0], "weights": "tiny-literal", "k": 3},
+                      headers=login)
+    assert not result.isError and json.loads(result.content[0].text)["weights"] == "tiny-literal"
 
 
 def test_uploads_are_deleted_after_the_cache_age(private_hub, tmp_path):
