@@ -7,8 +7,6 @@ self-attention keeps a KV cache, and cross-attention keys/values are computed on
 
 from __future__ import annotations
 
-import math
-
 import torch
 import torch.nn.functional as F
 from torch import nn
@@ -41,7 +39,59 @@ class BertEmbeddings(nn.Module):
         return self.LayerNorm(self.word_embeddings(input_ids) + self.position_embeddings(positions))
 
 
+class LayerCache:
+    """One decoder layer's slice of a ``KVCache``: appends new keys/values and returns all of them so far."""
+
+    def __init__(self, cache: KVCache, index: int):
+        self.cache, self.index = cache, index
+
+    def append(self, k: torch.Tensor, v: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """New (B, heads, T, head_size) keys/values -> all of them, (B, heads, past + T, head_size) views."""
+        c = self.cache
+        end = c.length + k.shape[2]
+        c.reserve(end)
+        c.keys[self.index, :, :, c.length:end] = k
+        c.values[self.index, :, :, c.length:end] = v
+        return c.keys[self.index, :, :, :end], c.values[self.index, :, :, :end]
+
+
+class KVCache:
+    """Self-attention keys/values of every decoder layer in two preallocated tensors, (layers, B, heads, capacity,
+    head_size): a step writes its one new position in place instead of concatenating a new tensor per layer."""
+
+    def __init__(self, layers: int, rows: int, heads: int, head_size: int, capacity: int, like: torch.Tensor):
+        shape = (layers, rows, heads, capacity, head_size)
+        self.keys = torch.empty(shape, dtype=like.dtype, device=like.device)
+        self.values = torch.empty(shape, dtype=like.dtype, device=like.device)
+        self.length = 0  # positions filled (the same for every layer once a forward pass is done)
+        self.layers = [LayerCache(self, i) for i in range(layers)]
+
+    def reserve(self, length: int) -> None:
+        """Make room for ``length`` positions (doubling), keeping what is there."""
+        capacity = self.keys.shape[3]
+        if length <= capacity:
+            return
+        grown = max(length, 2 * capacity)
+        for name in ("keys", "values"):
+            old = getattr(self, name)
+            new = old.new_empty((*old.shape[:3], grown, old.shape[4]))
+            new[:, :, :, :self.length] = old[:, :, :, :self.length]
+            setattr(self, name, new)
+
+    def reorder(self, rows: torch.Tensor) -> None:
+        """Row i takes the keys/values of row ``rows[i]`` (beam search keeps some beams and drops others)."""
+        n = self.length
+        self.keys[:, :, :, :n] = self.keys[:, rows, :, :n]
+        self.values[:, :, :, :n] = self.values[:, rows, :, :n]
+
+
 class BertSelfAttention(nn.Module):
+    """Multi-head attention from ``hidden`` to itself (self-attention) or to other states (cross-attention).
+
+    Self-attention projects queries, keys and values with one matmul once ``fuse_qkv`` has put the three weights
+    in one tensor (the three Parameters become views of it, so state_dict keys and values are unchanged).
+    """
+
     def __init__(self, cfg: BertSize, kv_width: int | None = None):
         super().__init__()
         self.num_heads = cfg.num_attention_heads
@@ -50,6 +100,30 @@ class BertSelfAttention(nn.Module):
         self.query = nn.Linear(cfg.hidden_size, cfg.hidden_size)
         self.key = nn.Linear(kv_width, cfg.hidden_size)
         self.value = nn.Linear(kv_width, cfg.hidden_size)
+        self.qkv_weight: torch.Tensor | None = None  # (3*hidden, hidden) once fused; query/key/value are views
+        self.qkv_bias: torch.Tensor | None = None
+
+    def fuse_qkv(self) -> None:
+        """Concatenate the query, key and value weights once and make the three Parameters views of the result."""
+        linears = (self.query, self.key, self.value)
+        with torch.no_grad(), torch.inference_mode(False):  # normal tensors, even if called in inference mode
+            weight = torch.cat([lin.weight for lin in linears])  # (3*hidden, hidden)
+            bias = torch.cat([lin.bias for lin in linears])
+            h = self.query.out_features
+            for i, lin in enumerate(linears):
+                lin.weight = nn.Parameter(weight[i * h:(i + 1) * h], requires_grad=False)
+                lin.bias = nn.Parameter(bias[i * h:(i + 1) * h], requires_grad=False)
+        self.qkv_weight, self.qkv_bias = weight, bias
+
+    def is_fused(self) -> bool:
+        """True while query/key/value still are views of the fused tensors (``.to(dtype)`` etc. would undo it)."""
+        w, b = self.qkv_weight, self.qkv_bias
+        if w is None:
+            return False
+        h = self.query.out_features
+        return (self.query.weight.data_ptr() == w.data_ptr() and self.value.weight.data_ptr() == w[2 * h:].data_ptr()
+                and self.key.weight.data_ptr() == w[h:].data_ptr() and self.query.bias.data_ptr() == b.data_ptr()
+                and self.key.bias.data_ptr() == b[h:].data_ptr() and self.value.bias.data_ptr() == b[2 * h:].data_ptr())
 
     def heads(self, x: torch.Tensor) -> torch.Tensor:
         """(B, T, hidden) -> (B, heads, T, head_size)."""
@@ -59,24 +133,32 @@ class BertSelfAttention(nn.Module):
         """(B, S, kv_width) -> keys and values, each (B, heads, S, head_size)."""
         return self.heads(self.key(source)), self.heads(self.value(source))
 
+    def query_key_value(self, hidden: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """Self-attention projections of (B, T, hidden): three (B, heads, T, head_size) tensors."""
+        if not self.is_fused():
+            return self.heads(self.query(hidden)), *self.key_value(hidden)
+        b, t, _ = hidden.shape
+        qkv = F.linear(hidden, self.qkv_weight, self.qkv_bias)  # (B, T, 3*hidden)
+        qkv = qkv.view(b, t, 3, self.num_heads, self.head_size).permute(2, 0, 3, 1, 4)  # 3 x (B, heads, T, hs)
+        return qkv[0], qkv[1], qkv[2]
+
     def forward(self, hidden, bias=None, kv_source=None, past=None, kv=None):
         """Attend from ``hidden`` to ``kv_source`` (itself when None) or to precomputed ``kv``.
 
-        Shapes: ``hidden`` (B, T, hidden); ``kv_source`` (B, S, kv_width); ``past`` and ``kv`` hold (B, heads, S,
-        head_size) pairs; ``bias`` broadcasts to (B, heads, T, S). Returns (context (B, T, hidden), (keys, values));
-        with ``past`` the new keys/values are appended to it along S.
+        Shapes: ``hidden`` (B, T, hidden); ``kv_source`` (B, S, kv_width); ``kv`` a (B, heads, S, head_size) pair;
+        ``past`` a ``LayerCache`` that the new keys/values are appended to (S = past + T); ``bias`` broadcasts to
+        (B, heads, T, S). Returns (context (B, T, hidden), (keys, values)).
         """
-        if kv is None:
-            k, v = self.key_value(hidden if kv_source is None else kv_source)  # (B, heads, S, head_size)
-            if past is not None:
-                k, v = torch.cat([past[0], k], dim=2), torch.cat([past[1], v], dim=2)  # S = past + T
+        if kv is not None:
+            q, (k, v) = self.heads(self.query(hidden)), kv
+        elif kv_source is not None:
+            q, (k, v) = self.heads(self.query(hidden)), self.key_value(kv_source)
         else:
-            k, v = kv
-        q = self.heads(self.query(hidden))  # (B, heads, T, head_size)
-        scores = q @ k.transpose(-1, -2) / math.sqrt(self.head_size)  # (B, heads, T, S)
-        if bias is not None:
-            scores = scores + bias
-        ctx = scores.softmax(-1) @ v  # (B, heads, T, head_size)
+            q, k, v = self.query_key_value(hidden)  # (B, heads, T, head_size) each
+            if past is not None:
+                k, v = past.append(k, v)  # (B, heads, past + T, head_size)
+        # softmax(q k^T / sqrt(head_size) + bias) v in one kernel: (B, heads, T, head_size)
+        ctx = F.scaled_dot_product_attention(q, k, v, attn_mask=None if bias is None else bias.to(q.dtype))
         return ctx.transpose(1, 2).reshape(hidden.shape[0], hidden.shape[1], -1), (k, v)  # (B, T, hidden)
 
 
@@ -145,12 +227,11 @@ class BertEncoder(nn.Module):
         self.layer = nn.ModuleList(BertLayer(cfg, encoder_width, self_attention) for _ in range(cfg.num_hidden_layers))
 
     def forward(self, hidden, self_bias=None, encoder_states=None, encoder_bias=None, past=None, cross_kv=None):
-        presents = []
+        """``past``: a ``KVCache`` (its layers' caches are appended to); ``cross_kv``: per-layer (keys, values)."""
         for i, layer in enumerate(self.layer):
-            hidden, present = layer(hidden, self_bias, encoder_states, encoder_bias,
-                                    None if past is None else past[i], None if cross_kv is None else cross_kv[i])
-            presents.append(present)
-        return hidden, presents
+            hidden, _ = layer(hidden, self_bias, encoder_states, encoder_bias,
+                              None if past is None else past.layers[i], None if cross_kv is None else cross_kv[i])
+        return hidden, past
 
 
 class BertModel(nn.Module):
@@ -199,11 +280,7 @@ class BertLMPredictionHead(nn.Module):
         self.bias = self.decoder.bias  # one tensor under two official keys
 
     def forward(self, hidden: torch.Tensor) -> torch.Tensor:
-        hidden = self.transform(hidden)
-        if hidden.dim() == 2 and hidden.shape[0] <= 32 and hidden.device.type == "cpu":
-            # A beam-search step has a few rows: weight-major addmm reads the 30k-row matrix ~4x faster than linear.
-            return torch.addmm(self.decoder.bias.unsqueeze(1), self.decoder.weight, hidden.t()).t()
-        return self.decoder(hidden)
+        return self.decoder(self.transform(hidden))
 
 
 class BertOnlyMLMHead(nn.Module):
@@ -232,18 +309,30 @@ class BertLMHeadModel(nn.Module):
         """Per-layer cross-attention keys/values: they depend only on the tag encoding, so compute them once."""
         return [layer.crossattention.self.key_value(encoder_states) for layer in self.bert.encoder.layer]
 
+    def fuse_qkv(self) -> None:
+        for layer in self.bert.encoder.layer:
+            layer.attention.self.fuse_qkv()
+
+    def new_cache(self, rows: int, capacity: int, like: torch.Tensor) -> KVCache:
+        """An empty ``KVCache`` for ``rows`` sequences of up to ``capacity`` tokens (it grows if needed)."""
+        attn = self.bert.encoder.layer[0].attention.self
+        return KVCache(len(self.bert.encoder.layer), rows, attn.num_heads, attn.head_size, capacity, like)
+
     def forward(self, input_ids, cross_kv=None, past=None, encoder_states=None):
-        """Next-token logits for the last position, and the new self-attention keys/values.
+        """Next-token logits for the last position, and the ``KVCache`` holding every position's keys/values.
 
         Cross-attention uses ``cross_kv`` (cached) or projects ``encoder_states`` afresh; ``past=None`` runs the whole
-        prefix.
+        prefix (in a new cache); with ``past`` only the new tokens are run and appended to it.
         """
-        past_length = 0 if past is None else past[0][0].shape[2]  # past: per layer (B, heads, P, head_size) pairs
-        hidden = self.bert.embeddings(input_ids, past_length)  # (B, T, hidden)
         t = input_ids.shape[1]
+        if past is None:
+            past = self.new_cache(input_ids.shape[0], t, self.bert.embeddings.word_embeddings.weight)
+        past_length = past.length
+        hidden = self.bert.embeddings(input_ids, past_length)  # (B, T, hidden)
         bias = None
         if t > 1:  # causal mask over the new positions (a single new token may see everything before it)
             causal = torch.ones(t, past_length + t, dtype=torch.bool, device=input_ids.device).tril(past_length)
             bias = torch.zeros(causal.shape, dtype=hidden.dtype, device=hidden.device).masked_fill(~causal, MASKED)
-        hidden, presents = self.bert.encoder(hidden, bias, encoder_states, past=past, cross_kv=cross_kv)
-        return self.cls(hidden[:, -1]), presents  # (B, vocab) logits of the last position
+        hidden, _ = self.bert.encoder(hidden, bias, encoder_states, past=past, cross_kv=cross_kv)
+        past.length += t
+        return self.cls(hidden[:, -1]), past  # (B, vocab) logits of the last position

@@ -68,17 +68,20 @@ def beam_search(
     else:
         cross_kv, beam_states = None, encoder_states.repeat_interleave(num_beams, 0)
     prompt_len = len(prompt_ids)
-    ids = torch.tensor(prompt_ids, device=device).expand(batch * num_beams, -1).clone()
+    rows_total = batch * num_beams
+    ids = torch.tensor(prompt_ids, device=device).expand(rows_total, -1).clone()
     beam_scores = torch.zeros(batch, num_beams, device=device)
     beam_scores[:, 1:] = -1e9  # all beams start identical: only the first may expand at step one
     beam_scores = beam_scores.view(-1)
     hyps = [_Hypotheses(num_beams) for _ in range(batch)]
     done = [False] * batch
-    past = None
+    # keys/values of every step written in place into one preallocated cache (reordered as beams are kept)
+    past = decoder.new_cache(rows_total, max_length, encoder_states) if use_cache else None
     total_steps = max_length - prompt_len
     while True:
         cur_len = ids.shape[1]
-        logits, presents = decoder(ids if past is None else ids[:, -1:], cross_kv, past, beam_states)
+        new_ids = ids if past is None or past.length == 0 else ids[:, -1:]
+        logits, _ = decoder(new_ids, cross_kv, past, beam_states)
         logprobs = torch.log_softmax(logits.float(), dim=-1)
         if cur_len < min_length:
             logprobs[:, eos_token_id] = float("-inf")
@@ -87,9 +90,9 @@ def beam_search(
         top_scores, top_idx = scores.topk(2 * num_beams, dim=1)
         top_tokens, top_beams = (top_idx % vocab).tolist(), (top_idx // vocab).tolist()
         top_list = top_scores.tolist()
-        next_scores = torch.zeros(batch, num_beams, device=device)
-        next_tokens = torch.full((batch, num_beams), pad_token_id, dtype=torch.long, device=device)
-        next_rows = torch.arange(batch, device=device).repeat_interleave(num_beams).view(batch, num_beams) * num_beams
+        next_scores = [0.0] * rows_total
+        next_tokens = [pad_token_id] * rows_total
+        next_rows = [row - row % num_beams for row in range(rows_total)]  # finished images: any row of their own
         generated = cur_len + 1 - prompt_len
         for b in range(batch):
             if done[b]:
@@ -101,15 +104,17 @@ def beam_search(
                     if rank < num_beams:  # an [SEP] outside the top beams is not a finished caption
                         hyps[b].add(ids[row].tolist(), score / generated)
                 else:
-                    next_scores[b, kept], next_tokens[b, kept], next_rows[b, kept] = score, token, row
+                    slot = b * num_beams + kept
+                    next_scores[slot], next_tokens[slot], next_rows[slot] = score, token, row
                     kept += 1
                 if kept == num_beams:
                     break
             done[b] = hyps[b].is_done(max(top_list[b]), generated)
-        rows = next_rows.view(-1)
-        beam_scores = next_scores.view(-1)
-        ids = torch.cat([ids[rows], next_tokens.view(-1, 1)], dim=1)
-        past = [(k[rows], v[rows]) for k, v in presents] if use_cache else None
+        rows = torch.tensor(next_rows, device=device)
+        beam_scores = torch.tensor(next_scores, device=device)
+        ids = torch.cat([ids[rows], torch.tensor(next_tokens, device=device).view(-1, 1)], dim=1)
+        if past is not None:
+            past.reorder(rows)
         if callback is not None:
             callback(ids.shape[1] - prompt_len, total_steps)
         if all(done) or ids.shape[1] >= max_length:

@@ -63,6 +63,13 @@ class Tag2Text(nn.Module):
                     setattr(target.get_submodule(owner) if owner else target, leaf, param)
         self.text_decoder.tie_weights()
 
+    def fuse_qkv(self) -> None:
+        """One (3*hidden, hidden) projection per self-attention (tag encoder and caption decoder); the query, key and
+        value Parameters become views of it, so state_dict keys and values stay as they are."""
+        for layer in [*self.tag_encoder.encoder.layer, *self.text_decoder.bert.encoder.layer]:
+            if not layer.attention.self.is_fused():
+                layer.attention.self.fuse_qkv()
+
     def tied_aliases(self) -> dict[str, str]:
         """state_dict key -> the key of the tensor it shares storage with (the canonical name)."""
         canonical: dict[int, str] = {}

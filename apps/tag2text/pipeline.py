@@ -73,6 +73,16 @@ class Tag2TextImageResult:
                 "user_tags": list(self.user_tags), "caption_tags": list(self.caption_tags)}
 
 
+class Prediction(NamedTuple):
+    """One image's raw prediction (``predict_pixels``), before it becomes a ``Tag2TextImageResult``."""
+
+    indices: list[int]  # the shown tags, by tag index
+    scores: torch.Tensor  # (num_tags,) every tag's probability
+    tags: tuple[str, ...]  # the shown tags' names
+    caption_tags: list[str]  # what guided the caption
+    caption: str
+
+
 @dataclass(frozen=True)
 class Tag2TextOutput(PipelineOutput):
     results: tuple[Tag2TextImageResult, ...]  # one per image read, in input order
@@ -122,6 +132,7 @@ class Tag2TextPipeline(Pipeline):
                  dtype: torch.dtype = torch.float32, weights_file: Path | None = None, batch_size: int = 8):
         self.device, self.dtype = torch.device(device), dtype
         self.model = model.to(device=self.device, dtype=dtype).eval()
+        self.model.fuse_qkv()  # after the move: moving or casting replaces the Parameters the fusion made views of
         self.batch_size = batch_size  # images per forward pass: bounds memory for big uploads
         self.config: Tag2TextConfig = model.config
         self.tokenizer = tokenizer or load_tokenizer()
@@ -194,7 +205,21 @@ class Tag2TextPipeline(Pipeline):
 
     def _tag_and_caption(self, images: list[NamedImage], user_tags: list[tuple[str, ...]], thresholds: torch.Tensor,
                          callback: Callback | None) -> list[Tag2TextImageResult]:
-        tag_logits, image_embeds = self.model(self._pixels([im.image for im in images]))
+        predictions = self.predict_pixels(self._pixels([im.image for im in images]), user_tags, thresholds, callback)
+        names = self.config.tags
+        return [
+            Tag2TextImageResult(name=im.name, tags=tuple(Tag(i, names[i], float(p.scores[i])) for i in p.indices),
+                                caption=p.caption, user_tags=user, caption_tags=tuple(p.caption_tags),
+                                scores=tuple(p.scores.tolist()))
+            for im, user, p in zip(images, user_tags, predictions, strict=True)
+        ]
+
+    @torch.inference_mode()
+    def predict_pixels(self, pixels: torch.Tensor, user_tags: Sequence[Sequence[str]], thresholds: torch.Tensor,
+                       callback: Callback | None = None) -> list[Prediction]:
+        """(B, 3, S, S) model input -> one ``Prediction`` per image: tags, then the caption guided by them (or by
+        that image's ``user_tags`` when given). ``thresholds``: (num_tags,) from ``class_thresholds``."""
+        tag_logits, image_embeds = self.model(pixels)
         probs = torch.sigmoid(tag_logits.float()).cpu()  # (B, num_tags)
         chosen = probs > thresholds
         chosen[:, list(self.config.delete_tag_index)] = False  # these tags disturb captioning and are never shown
@@ -202,12 +227,8 @@ class Tag2TextPipeline(Pipeline):
         indices = [row.nonzero().flatten().tolist() for row in chosen]
         caption_tags = [list(user) or [names[i] for i in idx] for user, idx in zip(user_tags, indices, strict=True)]
         captions = self.caption(image_embeds, caption_tags, callback=callback)
-        return [
-            Tag2TextImageResult(name=im.name, tags=tuple(Tag(i, names[i], float(probs[b, i])) for i in indices[b]),
-                                caption=captions[b], user_tags=user_tags[b], caption_tags=tuple(caption_tags[b]),
-                                scores=tuple(probs[b].tolist()))
-            for b, im in enumerate(images)
-        ]
+        return [Prediction(idx, probs[b], tuple(names[i] for i in idx), caption_tags[b], captions[b])
+                for b, idx in enumerate(indices)]
 
     def _pixels(self, rgb: list[Image.Image]) -> torch.Tensor:
         """Decoded RGB images -> (B, 3, S, S) on the pipeline's device, in its dtype."""

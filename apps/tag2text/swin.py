@@ -26,6 +26,16 @@ def window_reverse(windows: torch.Tensor, ws: int, h: int, w: int) -> torch.Tens
     return x.reshape(-1, h, w, c)
 
 
+def window_order(resolution: int, ws: int, shift: int) -> torch.Tensor:
+    """(r*r,) token indices that put an r x r map (tokens row-major) into windows: element j of the windowed sequence
+    (nW windows of ws*ws tokens, as ``window_partition`` lays them out) is token ``order[j]`` of the map rolled by
+    (-shift, -shift). One gather then does the cyclic shift and the partition together."""
+    grid = torch.arange(resolution * resolution).view(1, resolution, resolution, 1)
+    if shift:
+        grid = torch.roll(grid, shifts=(-shift, -shift), dims=(1, 2))
+    return window_partition(grid, ws).flatten()
+
+
 def relative_position_index(ws: int) -> torch.Tensor:
     coords = torch.stack(torch.meshgrid(torch.arange(ws), torch.arange(ws), indexing="ij")).flatten(1)  # 2, ws*ws
     rel = (coords[:, :, None] - coords[:, None, :]).permute(1, 2, 0) + (ws - 1)
@@ -74,15 +84,17 @@ class WindowAttention(nn.Module):
         bw, n, c = x.shape
         # (B*nW, N, 3C) -> 3 x (B*nW, heads, N, head_dim)
         q, k, v = self.qkv(x).reshape(bw, n, 3, self.num_heads, c // self.num_heads).permute(2, 0, 3, 1, 4)
-        attn = (q * self.scale) @ k.transpose(-2, -1)  # (B*nW, heads, N, N)
         bias = self.relative_position_bias_table[self.relative_position_index.view(-1)].view(n, n, -1)  # (N, N, heads)
-        attn = attn + bias.permute(2, 0, 1).unsqueeze(0)  # + (1, heads, N, N)
-        if mask is not None:  # shifted windows: -100 between tokens from different image regions
+        bias = bias.permute(2, 0, 1).unsqueeze(0).to(q.dtype)  # (1, heads, N, N), the same for every window
+        if mask is None:  # softmax(q k^T * scale + bias) v in one kernel: (B*nW, heads, N, head_dim)
+            out = F.scaled_dot_product_attention(q, k, v, attn_mask=bias, scale=self.scale)
+        else:  # shifted windows: -100 between tokens from different image regions, per window: (nW, heads, N, N)
             nw = mask.shape[0]
-            attn = attn.view(bw // nw, nw, self.num_heads, n, n) + mask[None, :, None].to(attn.dtype)
-            attn = attn.view(bw, self.num_heads, n, n)
-        x = (attn.softmax(-1) @ v).transpose(1, 2).reshape(bw, n, c)  # (B*nW, heads, N, head_dim) -> (B*nW, N, C)
-        return self.proj(x)
+            window_bias = bias + mask.unsqueeze(1).to(q.dtype)
+            parts = [F.scaled_dot_product_attention(q[i:i + nw], k[i:i + nw], v[i:i + nw], attn_mask=window_bias,
+                                                    scale=self.scale) for i in range(0, bw, nw)]  # image by image
+            out = parts[0] if len(parts) == 1 else torch.cat(parts)
+        return self.proj(out.transpose(1, 2).reshape(bw, n, c))  # (B*nW, heads, N, head_dim) -> (B*nW, N, C)
 
 
 class Mlp(nn.Module):
@@ -114,18 +126,23 @@ class SwinTransformerBlock(nn.Module):
         if self.shift_size:
             self.attn_mask = self._mask().to(self.norm1.weight.device)
 
+    def _orders(self, device: torch.device) -> tuple[torch.Tensor, torch.Tensor]:
+        """(window order, its inverse), computed once per device (plain tensors: not in the state_dict)."""
+        cached = getattr(self, "_order_cache", None)
+        if cached is None or cached[0].device != device:
+            with torch.inference_mode(False):  # usable later with autograd on as well
+                order = window_order(self.resolution, self.window_size, self.shift_size).to(device)
+                cached = self._order_cache = (order, torch.argsort(order))
+        return cached
+
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         """(B, r*r, C) tokens of an r x r feature map -> (B, r*r, C)."""
-        b, _, c = x.shape
-        r, ws, s = self.resolution, self.window_size, self.shift_size
-        h = self.norm1(x).view(b, r, r, c)
-        if s:
-            h = torch.roll(h, shifts=(-s, -s), dims=(1, 2))
-        # (B, r, r, C) -> (B*nW, ws*ws, C) windows -> attention within each window -> (B, r, r, C)
-        h = window_reverse(self.attn(window_partition(h, ws), self.attn_mask), ws, r, r)
-        if s:
-            h = torch.roll(h, shifts=(s, s), dims=(1, 2))
-        x = x + h.reshape(b, r * r, c)
+        b, length, c = x.shape
+        order, inverse = self._orders(x.device)
+        # shift + partition as one gather: (B, r*r, C) -> (B*nW, ws*ws, C) windows; attention within each window
+        windows = self.norm1(x).index_select(1, order).view(-1, self.window_size ** 2, c)
+        h = self.attn(windows, self.attn_mask).view(b, length, c)
+        x = x + h.index_select(1, inverse)  # back to map order (reverse partition + shift) and the residual
         return x + self.mlp(self.norm2(x))
 
 
