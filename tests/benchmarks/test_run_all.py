@@ -26,3 +26,14 @@ def test_only_keeps_the_sections_it_does_not_rerun(tmp_path, capsys):
     assert run_all.existing_sections(old) == bodies
     assert [line for line in new.splitlines() if line.startswith("## ")] == [f"## {t}" for t in bodies]
     capsys.readouterr()
+
+
+def test_sections_measured_by_hand_are_always_kept(tmp_path, capsys):
+    run_all = _run_all()
+    old = tmp_path / "BENCHMARKS.md"
+    by_hand = {title: f"| by hand | {i} |" for i, title in enumerate(run_all.BY_HAND)}
+    rerunnable = {title: "| kept |" for title, _, _ in run_all.BENCHMARKS}  # kept too: nothing is rerun here
+    old.write_text("# Benchmarks\n\n" + "\n".join(f"## {t}\n\n{b}\n" for t, b in {**rerunnable, **by_hand}.items()))
+    run_all.main(["--out", str(old), "--only", "no-benchmark-has-this-word"])
+    assert {t: run_all.existing_sections(old)[t] for t in by_hand} == by_hand
+    capsys.readouterr()
