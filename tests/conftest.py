@@ -55,6 +55,29 @@ def page_events(demo, tmp_path, monkeypatch) -> list:
     return list(blocks.fns.values())
 
 
+@contextlib.contextmanager
+def tiny_hub_running(tiny_root, tmp_path_factory, budget_bytes: int, **settings):
+    """A real hub (``apps.hub.launch``), offline, whose demos find the tiny checkpoints through DEMOHUB_CHECKPOINTS
+    (PraX on its bundled weights); yields (url, pool)."""
+    mp = pytest.MonkeyPatch()
+    mp.setenv("HF_HUB_OFFLINE", "1")
+    mp.setenv("HF_HUB_CACHE", str(tmp_path_factory.mktemp("empty-hf-cache")))
+    mp.setenv("DEMOHUB_CHECKPOINTS", str(tiny_root))
+    mp.setenv("GRADIO_TEMP_DIR", str(tmp_path_factory.mktemp("gradio-tmp")))
+    from apps import hub
+    from apps.settings import ServeSettings
+    from shared.pool import ModelPool
+
+    pool = ModelPool(budget_bytes=budget_bytes)
+    blocks, (_, url, _) = hub.launch(ServeSettings(port=free_port(), **settings), prevent_thread_lock=True,
+                                     pool=pool)
+    try:
+        yield url.rstrip("/"), pool
+    finally:
+        blocks.close()
+        mp.undo()
+
+
 @pytest.fixture
 def no_weights_touched(monkeypatch):
     """Any attempt to find, download or load a demo's weights fails the test (for ``check_inputs``, validators)."""

@@ -20,7 +20,7 @@ from PIL import Image
 
 from apps.prax import dsl
 from shared.weights import REPO_ROOT
-from tests.conftest import free_port
+from tests.conftest import tiny_hub_running
 from tests.js.node import NODE_MODULES, RESULT, node, result_of, run_node
 
 SECTION = "## Use from code and agents"
@@ -73,20 +73,8 @@ def test_readme_shows_every_endpoint_in_python_and_javascript(hub_url):
 @pytest.fixture(scope="module")
 def tiny_hub(tiny_root, tmp_path_factory):
     """A real hub (apps.hub.launch), offline, whose demos find tiny checkpoints through DEMOHUB_CHECKPOINTS."""
-    mp = pytest.MonkeyPatch()
-    mp.setenv("HF_HUB_OFFLINE", "1")
-    mp.setenv("HF_HUB_CACHE", str(tmp_path_factory.mktemp("empty-hf-cache")))
-    mp.setenv("DEMOHUB_CHECKPOINTS", str(tiny_root))
-    mp.setenv("GRADIO_TEMP_DIR", str(tmp_path_factory.mktemp("gradio-tmp")))
-    from apps import hub
-    from apps.settings import ServeSettings
-    from shared.pool import ModelPool
-
-    blocks, (_, url, _) = hub.launch(ServeSettings(port=free_port()), prevent_thread_lock=True,
-                                     pool=ModelPool(budget_bytes=2_000_000_000))
-    yield url.rstrip("/")
-    blocks.close()
-    mp.undo()
+    with tiny_hub_running(tiny_root, tmp_path_factory, 2_000_000_000) as (url, _):
+        yield url
 
 
 @pytest.fixture

@@ -80,6 +80,15 @@ def test_encode_layout_names_the_boxes_the_token_limit_cuts(tiny_root):
 HUGE = "x" * 100_001
 
 
+def assert_refused_before_queue(client, api_name: str, args: tuple, name: str, fragment: str) -> None:
+    """The call is refused by its validator with one short sentence about the input ``name``."""
+    with pytest.raises(ValidationError) as info:
+        client.predict(*args, api_name=api_name)
+    message = str(info.value)
+    assert message.startswith("1 parameter(s) failed validation") and f"- {name}: " in message
+    assert fragment in message and len(message) < 600 and "Traceback" not in message
+
+
 @pytest.mark.parametrize(("args", "name", "fragment"), [
     (("",), "smiles", "The molecule is empty"),
     (("C1CC(",), "smiles", "not a valid SMILES"),
@@ -99,11 +108,7 @@ def test_hostile_molecule_properties_requests_are_refused_before_queueing(client
 
     ran = []
     monkeypatch.setattr(actions, "molecule_properties", lambda *a: ran.append(a))
-    with pytest.raises(ValidationError) as info:
-        client.predict(*args, api_name="/molecule_properties")
-    message = str(info.value)
-    assert message.startswith("1 parameter(s) failed validation") and f"- {name}: " in message
-    assert fragment in message and len(message) < 600 and "Traceback" not in message
+    assert_refused_before_queue(client, "/molecule_properties", args, name, fragment)
     assert ran == []
     monkeypatch.undo()
     assert client.predict("CCO", api_name="/molecule_properties")["num_heavy_atoms"] == 3
@@ -132,11 +137,7 @@ def test_hostile_encode_layout_requests_are_refused_before_queueing(client, monk
 
     ran = []
     monkeypatch.setattr(GeoDiffusionPage, "encode_layout", lambda self, *a: ran.append(a))
-    with pytest.raises(ValidationError) as info:
-        client.predict(*args, api_name="/encode_layout")
-    message = str(info.value)
-    assert message.startswith("1 parameter(s) failed validation") and f"- {name}: " in message
-    assert fragment in message and len(message) < 600 and "Traceback" not in message
+    assert_refused_before_queue(client, "/encode_layout", args, name, fragment)
     assert ran == []
     monkeypatch.undo()
     assert client.predict(LAYOUT, api_name="/encode_layout")["prompt"].startswith("A driving scene image")

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.conftest import free_port
+from tests.conftest import tiny_hub_running
 
 POOL_BUDGET = 2_000_000_000
 
@@ -13,18 +13,5 @@ POOL_BUDGET = 2_000_000_000
 @pytest.fixture(scope="session")
 def robust_hub(tiny_root, tmp_path_factory):
     """(url, pool) of a hub launched through apps.hub.launch, offline, over the tiny checkpoints."""
-    mp = pytest.MonkeyPatch()
-    mp.setenv("HF_HUB_OFFLINE", "1")
-    mp.setenv("HF_HUB_CACHE", str(tmp_path_factory.mktemp("empty-hf-cache")))
-    mp.setenv("DEMOHUB_CHECKPOINTS", str(tiny_root))
-    mp.setenv("GRADIO_TEMP_DIR", str(tmp_path_factory.mktemp("gradio-tmp")))
-    from apps import hub
-    from apps.settings import ServeSettings
-    from shared.pool import ModelPool
-
-    pool = ModelPool(budget_bytes=POOL_BUDGET)
-    blocks, (_, url, _) = hub.launch(ServeSettings(port=free_port(), demo_concurrency=4), prevent_thread_lock=True,
-                                     pool=pool)
-    yield url.rstrip("/"), pool
-    blocks.close()
-    mp.undo()
+    with tiny_hub_running(tiny_root, tmp_path_factory, POOL_BUDGET, demo_concurrency=4) as running:
+        yield running
