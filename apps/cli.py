@@ -26,6 +26,9 @@ def cmd_serve(args: argparse.Namespace) -> int:
     from apps.settings import from_args
 
     settings = from_args(args)
+    if args.streamlit and settings.ray:
+        print("demohub: --ray serves the Gradio hub; the Streamlit hub runs its models in process.", file=sys.stderr)
+        return 2
     if args.streamlit:
         app = Path(__file__).with_name("streamlit_hub.py")
         # The Streamlit process reads the decided download rule from its environment (apps/streamlit_ui.py).

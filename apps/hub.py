@@ -24,8 +24,9 @@ from apps.settings import ServeSettings, add_arguments, from_args  # noqa: E402
 from apps.ui import demo_icon, look, notice  # noqa: E402
 from shared import weights  # noqa: E402
 from shared.context import DemoContext  # noqa: E402
-from shared.errors import report  # noqa: E402
+from shared.errors import log, report  # noqa: E402
 from shared.pool import ModelPool, default_pool  # noqa: E402
+from shared.ray_pool import RayPool  # noqa: E402
 from shared.registry import Demo  # noqa: E402
 
 
@@ -142,13 +143,54 @@ def build_hub(pool: ModelPool | None = None, settings: ServeSettings | None = No
 
 
 def launch(settings: ServeSettings | None = None, *, prevent_thread_lock: bool = False,
-           pool: ModelPool | None = None):
-    """Serve the hub under ``settings`` (defaults: a private hub on 127.0.0.1:7860); returns (blocks, launch result)."""
+           pool: ModelPool | RayPool | None = None):
+    """Serve the hub under ``settings`` (defaults: a private hub on 127.0.0.1:7860); returns (blocks, launch result).
+
+    With ``settings.ray`` the models live in Ray Serve (``settings.ray_pool``): the weight sets serve.yaml names (or
+    those on disk) start deploying at once, the rest on first use; a local Ray instance stops with the hub."""
     settings = settings or ServeSettings()
+    if pool is None and settings.ray:
+        pool = settings.ray_pool(DEMOS)
+        start_deployments(pool)
     pool = pool or default_pool()
     hub = build_hub(pool, settings)
-    return hub, serving.launch(hub, settings, stats=lambda: pool.stats().as_dict(),
-                               prevent_thread_lock=prevent_thread_lock, footer_links=["api", "settings"], **look())
+    if not pool.computes_here and not prevent_thread_lock:
+        stop_on_sigterm()  # a service manager's stop closes the hub the way Ctrl-C does, and Ray with it
+    try:
+        result = serving.launch(hub, settings, stats=lambda: pool.stats().as_dict(),
+                                prevent_thread_lock=prevent_thread_lock, footer_links=["api", "settings"], **look())
+    finally:
+        if not prevent_thread_lock and not pool.computes_here:
+            pool.close()
+    return hub, result
+
+
+def stop_on_sigterm() -> None:
+    """SIGTERM raises KeyboardInterrupt in the main thread, which Gradio's wait loop turns into a clean close."""
+    import signal
+    import threading
+
+    def interrupt(signum, frame):
+        raise KeyboardInterrupt
+
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGTERM, interrupt)
+
+
+def start_deployments(pool: RayPool) -> None:
+    """Deploy, without waiting, each demo's start-up weight sets that are on this machine (serve.yaml's ``weights``,
+    else all those on disk); one named but missing is logged and deploys on first use once it is fetched."""
+    keys = []
+    for demo in DEMOS:
+        here = [ws.name for ws in demo.weight_sets if weights.state(demo.id, ws).here]
+        for name in pool.config.startup_weights(demo, here):
+            if name in here:
+                keys.append((demo.id, name))
+            else:
+                log.warning("serve config: %s/%s is not on this machine; it deploys on first use once its weights "
+                            "are fetched (demohub download %s --weights %s)", demo.id, name, demo.id, name)
+    if keys:
+        pool.deploy(keys, wait=False)
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -11,13 +11,18 @@ import argparse
 import ipaddress
 import os
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from shared.context import DemoContext
 from shared.errors import UserInputError
 from shared.pool import ModelPool, default_pool
 from shared.registry import Demo
+
+if TYPE_CHECKING:
+    from shared.ray_pool import RayPool
 
 DOWNLOAD_MODES = ("auto", "on", "off")
 _UNITS = {"": 1, "b": 1, "kb": 10**3, "mb": 10**6, "gb": 10**9}
@@ -78,6 +83,9 @@ class ServeSettings:
     allow_url_inputs: bool = False  # let file inputs name a web address the server then fetches
     delete_cache: int = 3600  # seconds after which uploads and outputs are deleted (0: keep them)
     mcp: bool = True  # serve the named API endpoints as MCP tools at /gradio_api/mcp/ (needs gradio[mcp])
+    ray: bool = False  # models in Ray Serve deployments instead of this process (shared/ray_pool.py)
+    ray_address: str | None = None  # join this Ray cluster ("auto": the one `ray start` runs here); None: start one
+    serve_config: str | None = None  # serve.yaml: replicas, autoscaling, CPUs/GPUs per demo and weight set
 
     def __post_init__(self):
         if self.downloads not in DOWNLOAD_MODES:
@@ -100,10 +108,18 @@ class ServeSettings:
             return None
         return max(1, min(60, self.delete_cache // 10)), self.delete_cache
 
-    def context(self, demo: Demo, pool: ModelPool | None = None) -> DemoContext:
-        """What a page of ``demo`` gets under these settings: the pool, may-download, and its concurrency."""
-        return DemoContext(demo, pool or default_pool(), downloads=self.downloads_allowed,
-                           concurrency=self.demo_concurrency)
+    def context(self, demo: Demo, pool: ModelPool | RayPool | None = None) -> DemoContext:
+        """What a page of ``demo`` gets under these settings: the pool, may-download, and its concurrency (with Ray:
+        what the demo's deployments answer at once, from serve.yaml)."""
+        pool = pool or default_pool()
+        concurrency = self.demo_concurrency if pool.computes_here else pool.config.concurrency(demo)
+        return DemoContext(demo, pool, downloads=self.downloads_allowed, concurrency=concurrency)
+
+    def ray_pool(self, demos: Sequence[Demo]) -> RayPool:
+        """Connect to Ray (or start it), read serve.yaml, and return the pool every page then uses."""
+        from shared.ray_pool import RayPool, ServeConfig
+
+        return RayPool(demos, ServeConfig.load(self.serve_config, demos), self.ray_address)
 
 
 def _env(name: str, default: str) -> str:
@@ -142,6 +158,13 @@ def add_arguments(parser: argparse.ArgumentParser, default_port: int | None = 78
     parser.add_argument("--no-mcp", dest="mcp", action="store_false",
                         default=_env("MCP", "1" if d.mcp else "0").lower() in _TRUE,
                         help="do not serve the named API endpoints as MCP tools (/gradio_api/mcp/; on by default)")
+    parser.add_argument("--ray", action="store_true", default=_env("RAY", "0").lower() in _TRUE,
+                        help="run each demo's models as Ray Serve deployments (needs `pip install -e '.[ray]'`)")
+    parser.add_argument("--ray-address", default=_env("RAY_ADDRESS", "") or None,
+                        help="join this Ray cluster (auto: the one `ray start` runs on this machine); implies --ray; "
+                             "default: start a local Ray instance with the hub")
+    parser.add_argument("--serve-config", default=_env("SERVE_CONFIG", "") or None,
+                        help="serve.yaml with replicas, autoscaling and CPUs/GPUs per demo; implies --ray")
 
 
 def from_args(args: argparse.Namespace) -> ServeSettings:
@@ -150,6 +173,8 @@ def from_args(args: argparse.Namespace) -> ServeSettings:
         max_file_size=args.max_file_size, queue_size=args.queue_size, session_jobs=args.session_jobs,
         demo_concurrency=args.demo_concurrency, auth=parse_auth(args.auth), monitoring=args.monitoring,
         allow_url_inputs=args.allow_url_inputs, delete_cache=args.delete_cache, mcp=args.mcp,
+        ray=args.ray or bool(args.ray_address or args.serve_config), ray_address=args.ray_address,
+        serve_config=args.serve_config,
     )
 
 

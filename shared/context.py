@@ -60,6 +60,9 @@ class DemoContext:
         from shared.device import device_slot
 
         pipe = self.pipeline(weights_name, on_download)
+        if not self.pool.computes_here:  # a RayPool: each replica holds its own device
+            yield pipe
+            return
         with device_slot():
             yield pipe
 

@@ -80,6 +80,8 @@ class PoolStats:
 
 
 class ModelPool:
+    computes_here = True  # models run in this process (a RayPool's run in Serve replicas)
+
     def __init__(self, budget_bytes: int | None = None):
         self.budget_bytes = default_budget() if budget_bytes is None else budget_bytes
         self._models: OrderedDict[Hashable, tuple[Any, int]] = OrderedDict()

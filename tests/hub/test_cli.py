@@ -68,7 +68,8 @@ def test_serve_parser_defaults():
 
 
 SERVE_FLAGS = ("--streamlit", "--host", "--port", "--share", "--downloads", "--max-file-size", "--queue-size",
-               "--session-jobs", "--demo-concurrency", "--auth", "--monitoring", "--allow-url-inputs", "--delete-cache")
+               "--session-jobs", "--demo-concurrency", "--auth", "--monitoring", "--allow-url-inputs", "--delete-cache",
+               "--no-mcp", "--ray", "--ray-address", "--serve-config")
 DEMO_IDS = ",".join(d.id for d in DEMOS)
 # Each subcommand's own --help: what its options section (or usage line, for positionals) must name.
 HELP = {

@@ -1,0 +1,138 @@
+"""serve.yaml, what travels to replicas, and the `--ray` switches: checked without starting Ray."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from apps import DEMOS, get_demo
+from apps.settings import from_env
+from shared.errors import UserInputError
+from shared.ray_pool import ServeConfig, ShippedFile, _with_env, ship, unship
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def test_builtin_defaults_reserve_no_core_and_run_one_call_per_replica():
+    config = ServeConfig()
+    options = config.deployment("prax", "tiny-literal").options()
+    assert options == {"num_replicas": 1, "max_ongoing_requests": 1, "ray_actor_options": {"num_cpus": 0}}
+    assert config.concurrency(get_demo("prax")) == 1
+
+
+def test_demo_and_weight_set_overrides_layer_on_the_defaults():
+    config = ServeConfig.parse({
+        "defaults": {"max_ongoing_requests": 2, "ray_actor_options": {"num_cpus": 1}},
+        "demos": {
+            "prax": {"num_replicas": 3},
+            "geodiffusion": {"ray_actor_options": {"num_gpus": 0.5},
+                             "weights": {"nuimages-512x512": {"autoscaling_config": {"min_replicas": 0,
+                                                                                     "max_replicas": 4}}}},
+        }}, DEMOS)
+    assert config.deployment("prax", "tiny-literal").options() == {
+        "num_replicas": 3, "max_ongoing_requests": 2, "ray_actor_options": {"num_cpus": 1}}
+    big = config.deployment("geodiffusion", "nuimages-512x512").options()
+    assert big == {"autoscaling_config": {"min_replicas": 0, "max_replicas": 4}, "max_ongoing_requests": 2,
+                   "ray_actor_options": {"num_cpus": 1, "num_gpus": 0.5}}
+    assert config.deployment("geodiffusion", "nuimages-256x256").options()["num_replicas"] == 1
+    assert config.deployment("tag2text", "tag2text-swin-14m").options()["ray_actor_options"] == {"num_cpus": 1}
+    # The hub's queue lets through what the demo's largest deployment answers at once.
+    assert config.concurrency(get_demo("prax")) == 6
+    assert config.concurrency(get_demo("geodiffusion")) == 8
+    # weights: as a mapping also names the start-up weight sets
+    assert config.startup_weights(get_demo("geodiffusion"), here=["nuimages-256x256"]) == ["nuimages-512x512"]
+    assert config.startup_weights(get_demo("prax"), here=["tiny-literal"]) == ["tiny-literal"]
+
+
+@pytest.mark.parametrize(("data", "sentence"), [
+    ({"demo": {}}, "unknown key 'demo'"),
+    ({"demos": {"stable-diffusion": {}}}, "no demo called 'stable-diffusion'"),
+    ({"demos": {"prax": {"replicas": 2}}}, "demos: prax: unknown key 'replicas'"),
+    ({"demos": {"prax": {"num_replicas": 0}}}, "num_replicas must be a whole number of at least 1"),
+    ({"demos": {"prax": {"num_replicas": 2.5}}}, "num_replicas must be a whole number"),
+    ({"demos": {"prax": {"num_replicas": 2, "autoscaling_config": {"max_replicas": 2}}}}, "not both"),
+    ({"demos": {"prax": {"autoscaling_config": {"min_replicas": 3, "max_replicas": 2}}}}, "min_replicas"),
+    ({"demos": {"prax": {"weights": ["no-such-set"]}}}, "no weight set called 'no-such-set'"),
+    ({"demos": {"prax": {"weights": "tiny-literal"}}}, "weights must be a list"),
+    ({"demos": {"prax": {"ray_actor_options": 2}}}, "ray_actor_options must be a mapping"),
+    (["prax"], "must be a mapping"),
+])
+def test_config_mistakes_are_sentences_naming_the_key(data, sentence):
+    with pytest.raises(UserInputError, match=sentence):
+        ServeConfig.parse(data, DEMOS)
+
+
+def test_the_repositorys_serve_yaml_is_valid_and_documents_every_demo():
+    config = ServeConfig.load(REPO / "serve.yaml", DEMOS)
+    assert set(config.demos) == {demo.id for demo in DEMOS}
+    text = (REPO / "serve.yaml").read_text(encoding="utf-8")
+    for word in ("num_replicas", "autoscaling_config", "max_ongoing_requests", "num_cpus", "num_gpus", "weights"):
+        assert word in text
+    # fits one machine: no GPU is reserved unless the operator uncomments it
+    assert all("num_gpus" not in c.deployment.ray_actor_options for c in config.demos.values())
+
+
+def test_a_config_file_that_is_missing_or_not_yaml_is_a_sentence(tmp_path):
+    with pytest.raises(UserInputError, match="Cannot read the serve config"):
+        ServeConfig.load(tmp_path / "nope.yaml", DEMOS)
+    (tmp_path / "bad.yaml").write_text("demos: [unclosed", encoding="utf-8")
+    with pytest.raises(UserInputError, match="not valid YAML"):
+        ServeConfig.load(tmp_path / "bad.yaml", DEMOS)
+
+
+def test_ray_switches(monkeypatch):
+    assert from_env().ray is False
+    monkeypatch.setenv("DEMOHUB_RAY_ADDRESS", "auto")
+    settings = from_env()
+    assert (settings.ray, settings.ray_address) == (True, "auto")  # an address implies --ray
+    monkeypatch.delenv("DEMOHUB_RAY_ADDRESS")
+    monkeypatch.setenv("DEMOHUB_SERVE_CONFIG", "serve.yaml")
+    assert from_env().ray is True
+
+
+def test_streamlit_refuses_ray(capsys):
+    from apps.cli import main
+
+    assert main(["serve", "--streamlit", "--ray"]) == 2
+    assert "--ray serves the Gradio hub" in capsys.readouterr().err
+
+
+def test_uploads_travel_as_bytes_with_their_names(tmp_path):
+    upload = tmp_path / "cat photo.png"
+    upload.write_bytes(b"\x89PNG fake bytes")
+    shipped = ship(([str(upload), "a"], {"files": [upload]}), roots=(tmp_path,))
+    (paths, plain), named = shipped
+    assert paths == ShippedFile("cat photo.png", b"\x89PNG fake bytes") and plain == "a"
+    assert named["files"] == [ShippedFile("cat photo.png", b"\x89PNG fake bytes")]
+    replica_dir = tmp_path / "replica"
+    replica_dir.mkdir()
+    back = unship(shipped, replica_dir)
+    first, second = back[0][0], back[1]["files"][0]
+    assert Path(first).name == Path(second).name == "cat photo.png" and first != second  # no collision
+    assert Path(first).read_bytes() == b"\x89PNG fake bytes" and Path(first).is_relative_to(replica_dir)
+
+
+def test_only_files_under_the_upload_folders_travel(tmp_path, monkeypatch):
+    """A visitor's text that names a server file ("/etc/passwd", a relative name) is sent as the text it is."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "a").write_text("secret", encoding="utf-8")
+    outside = Path("/etc/passwd")
+    uploads = tmp_path / "uploads"
+    uploads.mkdir()
+    link = uploads / "link.txt"
+    link.symlink_to(outside)
+    assert ship(["a", str(outside), str(link), str(uploads / "missing.png")], roots=(uploads,)) == [
+        "a", str(outside), str(link), str(uploads / "missing.png")]
+
+
+def test_replicas_get_the_hubs_settings_but_no_secrets(monkeypatch):
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setenv("DEMOHUB_DTYPE", "bf16")
+    monkeypatch.setenv("HF_TOKEN", "hf_secret")
+    monkeypatch.setenv("DEMOHUB_AUTH", "admin:pw")
+    options = _with_env({"num_cpus": 1, "runtime_env": {"env_vars": {"DEMOHUB_DTYPE": "fp32"}}})
+    env = options["runtime_env"]["env_vars"]
+    assert env["HF_HUB_OFFLINE"] == "1" and env["DEMOHUB_DTYPE"] == "fp32"  # the config's own value wins
+    assert "HF_TOKEN" not in env and "DEMOHUB_AUTH" not in env
+    assert options["num_cpus"] == 1
