@@ -54,7 +54,9 @@ class DeploymentConfig:
 
     num_replicas: int = 1
     autoscaling_config: dict | None = None  # replaces num_replicas: {min_replicas, max_replicas, ...}
-    max_ongoing_requests: int = 1  # calls one replica runs at once (1: as in process, one call per pipeline)
+    # Calls one replica accepts at once. It runs them one after another (a pipeline answers one call at a time, as in
+    # process); 2 keeps the next call waiting in the replica, so it never idles while Serve's router finds it free.
+    max_ongoing_requests: int = 2
     # num_cpus, num_gpus (fractions allowed), memory, ... The default reserves no core, so every deployment fits any
     # machine (Ray then gives each replica one torch thread); serve.yaml reserves cores and GPUs where it matters.
     ray_actor_options: dict = field(default_factory=lambda: {"num_cpus": 0})
@@ -271,6 +273,9 @@ class PipelineReplica:
 
         self.name = f"{demo.id}/{ws.name}"
         self.pipeline, self.error = None, None
+        # One call at a time per pipeline, as in process (PraX seeds torch's global generator, a diffusers pipeline
+        # keeps scheduler state); max_ongoing_requests > 1 then queues calls here, not in Serve's router.
+        self._lock = threading.Lock()
         try:
             self.pipeline = load_pipeline(demo, ws, weights.resolve(demo.id, ws, allow_download=False))
         except DemoHubError as error:
@@ -297,7 +302,9 @@ class PipelineReplica:
 
             def run() -> None:
                 try:
-                    replies.put(Reply("result", getattr(self.pipeline, method)(*args, **kwargs)))
+                    with self._lock:
+                        answer = getattr(self.pipeline, method)(*args, **kwargs)
+                    replies.put(Reply("result", answer))
                 except DemoHubError as error:
                     replies.put(Reply("error", error))
                 except BaseException as error:  # a server-side failure: raised below, so Ray reports it

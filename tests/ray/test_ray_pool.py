@@ -4,7 +4,8 @@ same error sentences, replicas under a burst, a replica killed mid-burst, and Se
 
 from __future__ import annotations
 
-import os
+import contextlib
+import functools
 import subprocess
 import sys
 import time
@@ -12,6 +13,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import numpy as np
+import psutil
 import pytest
 from PIL import Image
 
@@ -47,8 +49,11 @@ def cluster(tmp_path_factory):
     import ray
 
     ray.shutdown()
-    os.killpg(head.pid, 15)
-    head.wait(60)
+    processes = [psutil.Process(head.pid), *psutil.Process(head.pid).children(recursive=True)]
+    for process in processes:  # the cluster is the test's own: no graceful replica shutdown to wait for
+        with contextlib.suppress(psutil.NoSuchProcess):
+            process.kill()
+    psutil.wait_procs(processes, timeout=30)
     mp.undo()
 
 
@@ -81,6 +86,7 @@ def context(pool, demo_id: str) -> DemoContext:
     return ServeSettings().context(get_demo(demo_id), pool)
 
 
+@functools.cache
 def local(demo_id: str, name: str):
     demo = get_demo(demo_id)
     return load_pipeline(demo, demo.weight_set(name))
@@ -146,7 +152,7 @@ def test_missing_weights_on_the_replicas_node_is_the_in_process_sentence(pool):
 
 def test_sixteen_concurrent_calls_on_two_replicas_are_all_answered(pool):
     ctx = context(pool, "prax")
-    assert ctx.concurrency == 2  # the hub's queue sends the deployment what its two replicas answer at once
+    assert ctx.concurrency == 4  # the hub's queue sends the deployment what its two replicas accept at once
     inputs = [[{"string": "a" * (i % 4 + 1), "label": "+"}, {"string": "b", "label": "-"}] for i in range(16)]
     with ThreadPoolExecutor(16) as executor:
         answers = list(executor.map(lambda ex: prax_actions.synthesize(ctx, ex, PRAX[1]).to_dict(), inputs))
@@ -201,10 +207,10 @@ def test_a_replica_killed_during_a_burst_loses_no_request(pool):
 
 def test_a_call_whose_replica_dies_after_it_began_answering_is_retried(pool, caplog):
     """Serve re-routes a call that has no reply yet by itself; once the replica has streamed progress, the retry is
-    ours. Four specs of 500 samples are two generate() calls: the replicas die right after the first one's progress,
+    ours. Three specs of 350 samples are two generate() calls: the replicas die right after the first one's progress,
     while the second still runs."""
     app = pool.app_name(PRAX)
-    specs = [[{"string": s, "label": "+"}, {"string": "c", "label": "-"}] for s in ("a", "ab", "abb", "b")]
+    specs = [[{"string": s, "label": "+"}, {"string": "c", "label": "-"}] for s in ("a", "ab", "b")]
     killed = []
 
     def kill_on_first_progress(step, total):
@@ -214,11 +220,11 @@ def test_a_call_whose_replica_dies_after_it_began_answering_is_retried(pool, cap
                 kill(replica)
 
     pipe = context(pool, "prax").pipeline(PRAX[1])
-    answers = pipe.synthesize_batch(specs, k=3, num_samples=500, seed=0, callback=kill_on_first_progress)
+    answers = pipe.synthesize_batch(specs, k=3, num_samples=350, seed=0, callback=kill_on_first_progress)
     assert len(killed) == 2
     assert "a replica died during a call" in caplog.text
     assert [a.to_dict() for a in answers] == [
-        a.to_dict() for a in local(*PRAX).synthesize_batch(specs, k=3, num_samples=500, seed=0)]
+        a.to_dict() for a in local(*PRAX).synthesize_batch(specs, k=3, num_samples=350, seed=0)]
     wait_healthy(app, f"{PRAX[0]}-{PRAX[1]}", 2)
 
 

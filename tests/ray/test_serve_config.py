@@ -14,11 +14,11 @@ from shared.ray_pool import ServeConfig, ShippedFile, _with_env, ship, unship
 REPO = Path(__file__).resolve().parents[2]
 
 
-def test_builtin_defaults_reserve_no_core_and_run_one_call_per_replica():
+def test_builtin_defaults_reserve_no_core_and_keep_one_call_waiting_per_replica():
     config = ServeConfig()
     options = config.deployment("prax", "tiny-literal").options()
-    assert options == {"num_replicas": 1, "max_ongoing_requests": 1, "ray_actor_options": {"num_cpus": 0}}
-    assert config.concurrency(get_demo("prax")) == 1
+    assert options == {"num_replicas": 1, "max_ongoing_requests": 2, "ray_actor_options": {"num_cpus": 0}}
+    assert config.concurrency(get_demo("prax")) == 2
 
 
 def test_demo_and_weight_set_overrides_layer_on_the_defaults():
@@ -136,3 +136,14 @@ def test_replicas_get_the_hubs_settings_but_no_secrets(monkeypatch):
     assert env["HF_HUB_OFFLINE"] == "1" and env["DEMOHUB_DTYPE"] == "fp32"  # the config's own value wins
     assert "HF_TOKEN" not in env and "DEMOHUB_AUTH" not in env
     assert options["num_cpus"] == 1
+
+
+def test_without_ray_installed_the_hub_says_how_to_install_it(monkeypatch):
+    import sys
+
+    from shared.errors import DemoHubError
+    from shared.ray_pool import RayPool
+
+    monkeypatch.setitem(sys.modules, "ray", None)  # what `import ray` meets where ray[serve] is not installed
+    with pytest.raises(DemoHubError, match=r"pip install -e '\.\[ray\]'"):
+        RayPool(DEMOS)
