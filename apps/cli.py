@@ -19,7 +19,7 @@ from shared import weights
 from shared.errors import DemoHubError
 
 LIBRARIES = ("torch", "gradio", "gradio_client", "streamlit", "transformers", "huggingface_hub", "safetensors",
-             "diffusers", "rdkit", "peft", "numpy", "pillow", "regex")
+             "diffusers", "rdkit", "peft", "numpy", "pillow", "regex", "ray")  # ray: optional, `serve --ray`
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
@@ -96,13 +96,15 @@ def cmd_doctor(args: argparse.Namespace) -> int:
     if importlib.util.find_spec("torch"):
         import torch
 
-        from shared.device import pick_device, pick_dtype
+        from shared.device import cpu_bf16_support, pick_device, pick_dtype
 
         cuda = torch.cuda.is_available()
         gpus = ", ".join(torch.cuda.get_device_name(i) for i in range(torch.cuda.device_count())) if cuda else "none"
         print(f"CUDA          {torch.version.cuda if cuda else 'not available'} (GPUs: {gpus})")
         device = pick_device()
-        print(f"Device/dtype  {device} / {str(pick_dtype(device)).removeprefix('torch.')}")
+        dtype = pick_dtype(device)
+        print(f"Device/dtype  {device} / {str(dtype).removeprefix('torch.')}")
+        print(f"bf16 on CPU   {cpu_bf16_support().summary(device == 'cpu' and dtype is torch.bfloat16)}")
     cache = weights.hf_cache_dir()
     existing = next(p for p in (cache, *cache.parents) if p.exists())
     print(f"HF cache      {cache} ({shutil.disk_usage(existing).free / 1e9:.1f} GB free)")

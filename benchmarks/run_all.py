@@ -43,6 +43,10 @@ BENCHMARKS = [
      "python benchmarks/load.py --requests 48 --concurrency 1 8 32"),
     ("Fairness: PraX while GeoDiffusion is busy", "PraX p95 on the idle hub, same run; goal ≤ 2×",
      "python benchmarks/fairness.py --requests 40 --steps 200"),
+    ("Reduced precision: bf16 against fp32 on CPU", "the same models in fp32, same weights and inputs, same run",
+     "python benchmarks/reduced_precision.py"),
+    ("PraX on Ray Serve: 1 vs 2 replicas", "Ray Serve with 1 replica (and the in-process pool), same run",
+     "python benchmarks/ray_replicas.py --clients 8 --requests 48"),
 ]
 # Sections measured by hand (they need code outside this repository, e.g. the official implementation): never rerun
 # here, always kept as they are in BENCHMARKS.md.

@@ -13,9 +13,11 @@ import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from apps.tag2text import DEMO
 from apps.tag2text.config import OFFICIAL_THRESHOLD
 from apps.tag2text.images import IMAGE_SUFFIXES
 from shared.context import DemoContext
+from shared.device import dtype_plan
 from shared.errors import UserInputError
 from shared.pipeline import Callback
 
@@ -27,6 +29,13 @@ DEFAULT_THRESHOLD = OFFICIAL_THRESHOLD
 UPLOAD_TYPES = sorted(IMAGE_SUFFIXES)  # what the upload widgets accept (plus ".zip" for a batch)
 WORKS_WITHOUT_WEIGHTS = ""  # nothing on this page runs without the weights
 TABLE_HEADERS = ["file", "tags", "caption"]
+# bf16 against fp32, measured by benchmarks/reduced_precision.py (BENCHMARKS.md, "Reduced precision"): the full-size
+# model with random weights, 2 threads of a Xeon with AMX; change rates over 64 noise inputs.
+BF16_TRADE_OFF = ("bf16 on a CPU with native bf16 (AVX512-BF16 or AMX; `demohub doctor` says which): one image "
+                  "{one}× faster and a batch of 8 {batch}× faster on our test CPU, but tags changed on {tags} and "
+                  "captions on {captions} of test images against fp32 (random weights, whose near-ties make these "
+                  "counts pessimistic). fp32 stays the CPU default; the operator opts in with `DEMOHUB_DTYPE=bf16`.")
+BF16_MEASURED = {"one": "1.5", "batch": "2.5", "tags": "11%", "captions": "95%"}
 # Inline styles: a page rendered inside the hub cannot bring its own CSS (Gradio 6 takes css at launch()).
 CHIPS_STYLE = "display:flex;flex-wrap:wrap;gap:6px"
 CHIP_STYLE = "border-radius:999px;padding:2px 10px;background:var(--color-accent-soft,#e0e7ff)"
@@ -37,11 +46,13 @@ def example_images() -> list[str]:
 
 
 def upload_path(value: Any) -> Any:
-    """A file input's value as the pipeline takes it: Gradio's FileData (a dict or an object with ``path``) -> its
-    path; a path, bytes, PIL image or array unchanged; None stays None."""
+    """A file input's value as the pipeline takes it: Gradio's FileData (a dict or an object with ``path``) or a path
+    string -> a ``Path`` (what marks it as a file: under Ray it then travels to the replica as bytes); bytes, PIL
+    images and arrays unchanged; None stays None."""
     if isinstance(value, dict):
-        return value.get("path")
-    return getattr(value, "path", value)
+        value = value.get("path")
+    value = getattr(value, "path", value)
+    return Path(value) if isinstance(value, str) else value
 
 
 def upload_paths(values: Any) -> list[Any]:
@@ -49,6 +60,12 @@ def upload_paths(values: Any) -> list[Any]:
     if values is None:
         return []
     return [upload_path(v) for v in (values if isinstance(values, (list, tuple)) else [values])]
+
+
+def precision_note() -> str:
+    """What the settings say about precision: the dtype this server runs in (from ``DEMOHUB_DTYPE`` /
+    ``DEMOHUB_DEVICE``, as ``pick_dtype`` will choose it; torch is not imported) and bf16's measured trade-off."""
+    return f"**Precision:** {dtype_plan(DEMO.cpu_dtype, DEMO.gpu_dtype)}. {BF16_TRADE_OFF.format(**BF16_MEASURED)}"
 
 
 # -- checks (Gradio validators, before queueing; the pipeline runs the same ones again) --------------------------------

@@ -24,6 +24,8 @@ def build(ctx: DemoContext) -> gr.Blocks:
         user_tags = gr.Textbox(label="Your tags (optional)", placeholder="e.g. dog, beach, frisbee",
                                info="Comma-separated; when given, the caption follows these instead of the "
                                     "recognised tags.")
+        with gr.Accordion("Precision and speed", open=False):
+            gr.Markdown(actions.precision_note())
         with gr.Tab("One image"):
             _one_image_tab(ctx, selected, threshold, user_tags)
         with gr.Tab("Batch"):

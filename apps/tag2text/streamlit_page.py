@@ -15,6 +15,8 @@ upload = st.file_uploader("Image", type=[suffix.lstrip(".") for suffix in action
 example = st.selectbox("…or an example", list(examples))
 threshold = st.slider("Tag threshold", 0.0, 1.0, actions.DEFAULT_THRESHOLD, 0.01)
 user_tags = st.text_input("Your tags (optional, comma-separated)")
+with st.expander("Precision and speed"):
+    st.markdown(actions.precision_note())
 if st.button("Tag and caption", type="primary"):
     source = upload.getvalue() if upload is not None else examples[example]
     try:
