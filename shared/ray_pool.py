@@ -5,8 +5,8 @@ change: ``with ctx.compute(name) as pipe: pipe(...)`` gets a ``RemotePipeline`` 
 ``PipelineReplica`` loaded the pipeline with the same ``load_pipeline`` (``from_pretrained`` + ``__call__``) as in
 process. What travels:
 
-- arguments: plain values; uploaded files (paths under the temp folder) travel as bytes with their names, so a replica
-  on another node reads the same file;
+- arguments: plain values; uploaded files (``Path``s under the temp folder) travel as bytes with their names, so a
+  replica on another node reads the same file;
 - progress: the replica streams ``callback(step, total)`` calls back while the pipeline runs;
 - errors: a ``DemoHubError`` (bad input, missing weights) comes back as itself, the same sentence as in process;
   anything else is a server-side error (the hub logs it under an error id);
@@ -229,15 +229,16 @@ def upload_roots() -> tuple[Path, ...]:
 
 
 def ship(value: Any, roots: tuple[Path, ...] | None = None) -> Any:
-    """``value`` with every uploaded file (a path under ``upload_roots()``, also inside lists and tuples) replaced by
-    a ``ShippedFile``; other strings travel unchanged (a PraX example "a" is never read as a file)."""
+    """``value`` with every uploaded file replaced by a ``ShippedFile``: a ``Path`` (as the pages pass uploads) under
+    ``upload_roots()``, also inside lists, tuples and dicts. Strings always travel as the text they are: a visitor's
+    "/tmp/x" is an example or a question, never a file to read."""
     roots = roots if roots is not None else upload_roots()
     if isinstance(value, (list, tuple)):
         return type(value)(ship(item, roots) for item in value)
     if isinstance(value, dict):
         return {key: ship(item, roots) for key, item in value.items()}
-    if isinstance(value, (str, Path)) and os.path.isabs(value) and len(str(value)) < 4096:
-        path = Path(value).resolve()
+    if isinstance(value, Path):
+        path = value.resolve()
         if path.is_file() and any(path.is_relative_to(root) for root in roots):
             return ShippedFile(path.name, path.read_bytes())
     return value
@@ -249,7 +250,7 @@ def unship(value: Any, folder: Path) -> Any:
     if isinstance(value, ShippedFile):
         target = Path(tempfile.mkdtemp(dir=folder)) / value.name
         target.write_bytes(value.data)
-        return str(target)
+        return target
     if isinstance(value, (list, tuple)):
         return type(value)(unship(item, folder) for item in value)
     if isinstance(value, dict):

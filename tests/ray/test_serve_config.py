@@ -101,7 +101,7 @@ def test_streamlit_refuses_ray(capsys):
 def test_uploads_travel_as_bytes_with_their_names(tmp_path):
     upload = tmp_path / "cat photo.png"
     upload.write_bytes(b"\x89PNG fake bytes")
-    shipped = ship(([str(upload), "a"], {"files": [upload]}), roots=(tmp_path,))
+    shipped = ship(([upload, "a"], {"files": [upload]}), roots=(tmp_path,))
     (paths, plain), named = shipped
     assert paths == ShippedFile("cat photo.png", b"\x89PNG fake bytes") and plain == "a"
     assert named["files"] == [ShippedFile("cat photo.png", b"\x89PNG fake bytes")]
@@ -113,17 +113,28 @@ def test_uploads_travel_as_bytes_with_their_names(tmp_path):
     assert Path(first).read_bytes() == b"\x89PNG fake bytes" and Path(first).is_relative_to(replica_dir)
 
 
-def test_only_files_under_the_upload_folders_travel(tmp_path, monkeypatch):
-    """A visitor's text that names a server file ("/etc/passwd", a relative name) is sent as the text it is."""
+def test_a_visitors_text_never_travels_as_a_file(tmp_path, monkeypatch):
+    """Text naming a file, even an upload ("/tmp/.../cat.png" as a PraX example or a question), stays text; only a
+    ``Path`` under the upload folders (what the pages make of an upload) is read, and no link leads outside them."""
     monkeypatch.chdir(tmp_path)
-    (tmp_path / "a").write_text("secret", encoding="utf-8")
-    outside = Path("/etc/passwd")
     uploads = tmp_path / "uploads"
     uploads.mkdir()
+    (uploads / "cat.png").write_bytes(b"png")
+    (tmp_path / "a").write_text("secret", encoding="utf-8")
     link = uploads / "link.txt"
-    link.symlink_to(outside)
-    assert ship(["a", str(outside), str(link), str(uploads / "missing.png")], roots=(uploads,)) == [
-        "a", str(outside), str(link), str(uploads / "missing.png")]
+    link.symlink_to("/etc/passwd")
+    texts = ["a", str(uploads / "cat.png"), {"string": str(uploads / "cat.png"), "label": "+"}]
+    assert ship(texts, roots=(uploads,)) == texts
+    paths = [Path("/etc/passwd"), link, uploads / "missing.png", Path("a")]
+    assert ship(paths, roots=(uploads,)) == paths
+
+
+def test_pages_hand_uploads_to_the_pipeline_as_paths():
+    from apps.tag2text.actions import upload_path, upload_paths
+
+    assert upload_path({"path": "/tmp/gradio/x/cat.png", "orig_name": "cat.png"}) == Path("/tmp/gradio/x/cat.png")
+    assert upload_paths(["/tmp/gradio/a.png", b"raw"]) == [Path("/tmp/gradio/a.png"), b"raw"]
+    assert upload_path(None) is None
 
 
 def test_replicas_get_the_hubs_settings_but_no_secrets(monkeypatch):
