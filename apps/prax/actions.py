@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 
 from apps.prax import DEMO
 from apps.prax.game import Game
+from shared import device
 from shared.context import DemoContext
 from shared.errors import UserInputError
 
@@ -28,6 +29,10 @@ PAGE_SAMPLES = 100  # the official Space's setting; the pipeline's default is up
 SHOWN = 5  # guesses shown per listener
 SEED = 0  # the page samples with a fixed seed: the same examples give the same guesses
 ROLES = ("literal", "PraX")  # the two listeners, as the game names them
+# bf16 against fp32 with the bundled (trained) listeners on 100 held-out specs: benchmarks/reduced_precision.py.
+BF16_TRADE_OFF = ("bf16 on a CPU with native bf16 (`demohub doctor` says): 1.3-1.4× faster on our test CPU, but the "
+                  "top guess changed on 9-10% of held-out specs against fp32 (top-1 accuracy 0.22 → 0.20). fp32 stays "
+                  "the CPU default; the operator opts in with `DEMOHUB_DTYPE=bf16`.")
 WORKS_WITHOUT = "The bundled tiny listeners (tiny-literal, tiny-pragmatic) work without any download."
 NO_EXAMPLES = "No examples yet, so no guess: add a string that should (+) or should not (−) match."
 START = "Add an example to see guesses."
@@ -39,6 +44,11 @@ PRESETS = {
 
 # ---------------------------------------------------------------- checks (run before a model event is queued)
 
+
+
+def precision_note() -> str:
+    """The settings' line on precision (torch is not imported: the hub starts without it)."""
+    return device.precision_note(DEMO.cpu_dtype, DEMO.gpu_dtype, BF16_TRADE_OFF)
 
 def check_weights(name: str | None, argument: str = "weights") -> None:
     try:

@@ -60,6 +60,8 @@ def _listeners_section(ctx: DemoContext, w: SimpleNamespace) -> None:
     w.pragmatic_weights = gr.Dropdown(ctx.weight_choices(), value=pragmatic, label="Pragmatic listener (PraX)")
     w.notice = gr.HTML(_notices(ctx, literal, pragmatic))
     w.samples = gr.Slider(10, 500, value=actions.PAGE_SAMPLES, step=10, label="Samples per listener")
+    with gr.Accordion("Precision and speed", open=False):
+        gr.Markdown(actions.precision_note())
     w.suggest = gr.Button("Suggest an informative example")
     w.suggestion_md = gr.Markdown()
     w.accept = gr.Button("Add the suggestion", size="sm", visible=False)

@@ -18,6 +18,8 @@ pragmatic = right.selectbox("Pragmatic listener (PraX)", names,
 for name in dict.fromkeys((literal, pragmatic)):
     if message := ctx.weights_message(name, actions.WORKS_WITHOUT):
         st.warning(message)
+with st.expander("Precision and speed"):
+    st.markdown(actions.precision_note())
 if st.button("Guess the regex", type="primary"):
     try:
         examples = actions.parse_lines(text)

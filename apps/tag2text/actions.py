@@ -16,8 +16,8 @@ from typing import TYPE_CHECKING, Any
 from apps.tag2text import DEMO
 from apps.tag2text.config import OFFICIAL_THRESHOLD
 from apps.tag2text.images import IMAGE_SUFFIXES
+from shared import device
 from shared.context import DemoContext
-from shared.device import dtype_plan
 from shared.errors import UserInputError
 from shared.pipeline import Callback
 
@@ -63,9 +63,8 @@ def upload_paths(values: Any) -> list[Any]:
 
 
 def precision_note() -> str:
-    """What the settings say about precision: the dtype this server runs in (from ``DEMOHUB_DTYPE`` /
-    ``DEMOHUB_DEVICE``, as ``pick_dtype`` will choose it; torch is not imported) and bf16's measured trade-off."""
-    return f"**Precision:** {dtype_plan(DEMO.cpu_dtype, DEMO.gpu_dtype)}. {BF16_TRADE_OFF.format(**BF16_MEASURED)}"
+    """The settings' line on precision (torch is not imported: the hub starts without it)."""
+    return device.precision_note(DEMO.cpu_dtype, DEMO.gpu_dtype, BF16_TRADE_OFF.format(**BF16_MEASURED))
 
 
 # -- checks (Gradio validators, before queueing; the pipeline runs the same ones again) --------------------------------

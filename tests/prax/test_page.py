@@ -170,3 +170,20 @@ def test_page_handlers_show_download_bytes_and_sampling_steps(ctx, monkeypatch):
     shown.clear()
     _handler(blocks, "suggest_example")(SPEC, "tiny-literal", progress)
     assert shown[0] == ((50, 100), "Downloading weights", "bytes") and shown[-1][0] == (2, 2)
+
+
+def test_the_settings_state_the_precision_and_the_measured_bf16_trade_off(monkeypatch):
+    from apps.prax import actions
+    from shared.weights import REPO_ROOT
+
+    monkeypatch.delenv("DEMOHUB_DTYPE", raising=False)
+    monkeypatch.delenv("DEMOHUB_DEVICE", raising=False)
+    note = actions.precision_note()
+    assert note.startswith("**Precision:** fp32 on the CPU;") and "DEMOHUB_DTYPE=bf16" in note
+    section = (REPO_ROOT / "BENCHMARKS.md").read_text().split("## Reduced precision", 1)[1].split("\n## ", 1)[0]
+    # the figures the page quotes are the benchmark's (top guess changed, speed, top-1 accuracy)
+    for figure in ("9% (9 of 100)", "10% (10 of 100)", "1.36×", "1.31×", "| 0.22 | 0.20 |"):
+        assert figure in section
+    assert "9-10%" in note and "1.3-1.4×" in note and "0.22 → 0.20" in note
+    monkeypatch.setenv("DEMOHUB_DTYPE", "bf16")
+    assert actions.precision_note().startswith("**Precision:** bf16 (DEMOHUB_DTYPE=bf16).")
