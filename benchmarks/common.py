@@ -25,3 +25,35 @@ def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
+
+
+def random_stable_diffusion(tiny: bool = False, vocab_size: int | None = None):
+    """A diffusers ``StableDiffusionPipeline`` with random weights and the PNDM scheduler of the released GeoDiffusion
+    nuImages checkpoints (no tokenizer: callers pass prompt embeddings). Stable Diffusion 1.5's published UNet, VAE
+    and CLIP text encoder sizes (GeoDiffusion fine-tunes SD 1.5 and adds location tokens to the vocabulary), or tiny
+    ones (``tiny``, for CPU smoke runs). ``vocab_size``: default 49408 + 65536 (the 256x256 location grid), tiny
+    49408 + 16 (the tiny checkpoints' 4x4 grid). Speed does not depend on the weights' values."""
+    from diffusers import AutoencoderKL, PNDMScheduler, StableDiffusionPipeline, UNet2DConditionModel
+    from transformers import CLIPTextConfig, CLIPTextModel
+
+    if tiny:
+        unet = UNet2DConditionModel(sample_size=8, block_out_channels=(32, 64), layers_per_block=1,
+                                    down_block_types=("CrossAttnDownBlock2D", "DownBlock2D"),
+                                    up_block_types=("UpBlock2D", "CrossAttnUpBlock2D"), cross_attention_dim=32,
+                                    attention_head_dim=8)
+        vae = AutoencoderKL(block_out_channels=(8, 8, 8, 8), layers_per_block=1, latent_channels=4, norm_num_groups=8,
+                            down_block_types=("DownEncoderBlock2D",) * 4, up_block_types=("UpDecoderBlock2D",) * 4)
+        text = CLIPTextConfig(vocab_size=vocab_size or 49408 + 16, hidden_size=32, intermediate_size=37,
+                              num_hidden_layers=2, num_attention_heads=4, max_position_embeddings=77)
+    else:
+        unet = UNet2DConditionModel(sample_size=64, cross_attention_dim=768, attention_head_dim=8)
+        vae = AutoencoderKL(block_out_channels=(128, 256, 512, 512), layers_per_block=2, latent_channels=4,
+                            down_block_types=("DownEncoderBlock2D",) * 4, up_block_types=("UpDecoderBlock2D",) * 4)
+        text = CLIPTextConfig(vocab_size=vocab_size or 49408 + 65536, hidden_size=768, intermediate_size=3072,
+                              num_hidden_layers=12, num_attention_heads=12, max_position_embeddings=77)
+    pndm = PNDMScheduler(beta_start=0.00085, beta_end=0.012, beta_schedule="scaled_linear", skip_prk_steps=True,
+                         set_alpha_to_one=False, steps_offset=1)
+    sd = StableDiffusionPipeline(vae=vae, text_encoder=CLIPTextModel(text), tokenizer=None, unet=unet, scheduler=pndm,
+                                 safety_checker=None, feature_extractor=None, requires_safety_checker=False)
+    sd.set_progress_bar_config(disable=True)
+    return sd

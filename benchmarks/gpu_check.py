@@ -116,41 +116,15 @@ def tag2text(b: Bench, smoke: bool) -> None:
 
 
 def geodiffusion(b: Bench, smoke: bool) -> None:
-    from diffusers import (
-        AutoencoderKL,
-        DPMSolverMultistepScheduler,
-        PNDMScheduler,
-        StableDiffusionPipeline,
-        UNet2DConditionModel,
-    )
-    from transformers import CLIPTextConfig, CLIPTextModel
+    from diffusers import DPMSolverMultistepScheduler
 
-    if smoke:
-        size, steps, fast_steps = 64, 4, 2
-        unet = UNet2DConditionModel(sample_size=8, block_out_channels=(32, 64), layers_per_block=1,
-                                    down_block_types=("CrossAttnDownBlock2D", "DownBlock2D"),
-                                    up_block_types=("UpBlock2D", "CrossAttnUpBlock2D"), cross_attention_dim=32,
-                                    attention_head_dim=8)
-        vae = AutoencoderKL(block_out_channels=(8, 8, 8, 8), layers_per_block=1, latent_channels=4, norm_num_groups=8,
-                            down_block_types=("DownEncoderBlock2D",) * 4, up_block_types=("UpDecoderBlock2D",) * 4)
-        text = CLIPTextConfig(vocab_size=1000, hidden_size=32, intermediate_size=37, num_hidden_layers=2,
-                              num_attention_heads=4, max_position_embeddings=77)
-    else:  # Stable Diffusion 1.5's published sizes (GeoDiffusion fine-tunes SD 1.5 and adds location tokens)
-        size, steps, fast_steps = 512, 50, 20
-        unet = UNet2DConditionModel(sample_size=64, cross_attention_dim=768, attention_head_dim=8)
-        vae = AutoencoderKL(block_out_channels=(128, 256, 512, 512), layers_per_block=2, latent_channels=4,
-                            down_block_types=("DownEncoderBlock2D",) * 4, up_block_types=("UpDecoderBlock2D",) * 4)
-        text = CLIPTextConfig(vocab_size=49408 + 65536, hidden_size=768, intermediate_size=3072, num_hidden_layers=12,
-                              num_attention_heads=12, max_position_embeddings=77)  # + nuImages 256 location tokens
-    pndm = PNDMScheduler(beta_start=0.00085, beta_end=0.012, beta_schedule="scaled_linear", skip_prk_steps=True,
-                         steps_offset=1)
+    from benchmarks.common import random_stable_diffusion
+
+    size, steps, fast_steps = (64, 4, 2) if smoke else (512, 50, 20)
     with b.peak() as peak:
-        sd = StableDiffusionPipeline(vae=vae, text_encoder=CLIPTextModel(text), tokenizer=None, unet=unet,
-                                     scheduler=pndm, safety_checker=None, feature_extractor=None,
-                                     requires_safety_checker=False)
-        sd.set_progress_bar_config(disable=True)
+        sd = random_stable_diffusion(tiny=smoke)  # PNDM, as the nuImages checkpoints
         sd.to(b.device, b.dtype)
-        ids = torch.randint(0, text.vocab_size, (2, 77), device=b.device)
+        ids = torch.randint(0, sd.text_encoder.config.vocab_size, (2, 77), device=b.device)
         with torch.no_grad():
             embeds = sd.text_encoder(ids)[0]
 
@@ -160,7 +134,7 @@ def geodiffusion(b: Bench, smoke: bool) -> None:
                       num_inference_steps=n_steps, guidance_scale=7.5, generator=generator, output_type="np")
 
         official = b.seconds(lambda: generate(steps))
-        sd.scheduler = DPMSolverMultistepScheduler.from_config(pndm.config, algorithm_type="dpmsolver++")
+        sd.scheduler = DPMSolverMultistepScheduler.from_config(sd.scheduler.config, algorithm_type="dpmsolver++")
         fast = b.seconds(lambda: generate(fast_steps))
     b.add("GeoDiffusion", f"s per {size}² image, {steps} steps (PNDM)", official, "s", peak[0])
     b.add("GeoDiffusion", f"s per {size}² image, {fast_steps} steps (DPM-Solver++, fast sampling)", fast, "s", peak[0])

@@ -31,6 +31,10 @@ BENCHMARKS = [
      "random model; goal ≥ 3× faster. Per-stage times at batch 1 and 8", "python benchmarks/tag2text_decode.py"),
     ("GeoDiffusion: location-token tokenizer", "`CLIPTokenizer.from_pretrained` with the 65,536 added tokens of the "
      "256×256 grid; goal ≥ 50× faster load, identical ids", "python benchmarks/geodiffusion_tokenizer.py --repeats 3"),
+    ("GeoDiffusion: fast sampling vs the official samplers", "the official samplers in the same run on the same "
+     "full-size random models: PNDM 100 steps (nuImages, 101 UNet evaluations) and DPM-Solver++ 50 steps (COCO-Stuff); "
+     "rows extrapolated from 2 × 4-step calls per sampler, one whole fast call timed as a check; goal ≥ 2× less time "
+     "per image", "python benchmarks/geodiffusion_sampling.py"),
     ("3D-MoLM: conformer, encoder and tiny pipeline timings", "absolute CPU timings (no upstream baseline runs here)",
      "python benchmarks/molm3d_pipeline.py --repeats 3"),
     ("PraX: bundled pragmatic vs literal listener", "`tiny-literal` on the same held-out specs, same run, 50 listener "

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 from apps.geodiffusion.export import draw_layout, export_coco_zip
 from apps.geodiffusion.layout import (
     CAMERAS,
+    FAST_SAMPLING_STEPS,
     KNOWN_CONFIGS,
     TIMES_OF_DAY,
     WEATHERS,
@@ -43,6 +44,10 @@ PAGE_MAX_IMAGES = 4  # what the pages offer at once (the API takes up to layout.
 LAYOUT_FIELDS = (("camera", CAMERAS), ("timeofday", TIMES_OF_DAY), ("weather", WEATHERS))
 # The page's parameter names for the pipeline's arguments, so a check marks the input a person typed into.
 PAGE_ARGUMENTS = {"layout": "layout_json", "num_inference_steps": "steps", "guidance_scale": "cfg"}
+SCHEDULER_NAMES = {"PNDMScheduler": "PNDM", "DPMSolverMultistepScheduler": "DPM-Solver++"}
+# Seconds per 256² / 512² image on 2 CPU cores (fp32, full-size models): (fixed part, per UNet evaluation), measured by
+# benchmarks/geodiffusion_sampling.py (BENCHMARKS.md, "GeoDiffusion: fast sampling"); the settings' trade-off line.
+CPU_SECONDS = {256: (2.4, 1.87), 512: (9.74, 6.17)}
 
 NUIMAGES_EXAMPLES = [
     ({"camera": "front", "bbox": [["car", 0.756875, 0.4622, 0.90375, 0.5844],
@@ -120,7 +125,8 @@ class GeoDiffusionPage:
         return json.dumps(examples_for(self.config(name).dataset)[0][0])
 
     def check_generate(self, layout_json: str | None, checkpoint: str | None, seed: Any = 0, steps: Any = None,
-                       cfg: Any = None, num_images: Any = 1, epsilon_scaling: Any = None) -> dict[str, Any]:
+                       cfg: Any = None, num_images: Any = 1, epsilon_scaling: Any = None,
+                       sampler: Any = "default") -> dict[str, Any]:
         """``GeoDiffusionPipeline.check_inputs`` for a page's (or the API's) inputs, before any weights load: the
         pipeline's arguments, normalised. A ``UserInputError`` names the page's input (``steps``, not
         ``num_inference_steps``), so Gradio's validator marks it."""
@@ -132,20 +138,20 @@ class GeoDiffusionPage:
             raise UserInputError(str(error), argument="checkpoint") from None
         try:
             return GeoDiffusionPipeline.check_inputs(layout_json, seed, 1 if num_images is None else num_images,
-                                                     steps, cfg, epsilon_scaling, config=config)
+                                                     steps, cfg, epsilon_scaling, None, sampler, config=config)
         except UserInputError as error:
             raise UserInputError(str(error), argument=PAGE_ARGUMENTS.get(error.argument, error.argument)) from None
 
     def check_api(self, layout_json: str | None, checkpoint: str | None, seed: Any = 0, steps: Any = None,
-                  cfg: Any = None) -> dict[str, Any]:
-        """``check_generate`` for the named endpoint ``/generate``, whose parameters are these five."""
-        return self.check_generate(layout_json, checkpoint, seed, steps, cfg)
+                  cfg: Any = None, sampler: Any = "default") -> dict[str, Any]:
+        """``check_generate`` for the named endpoint ``/generate``, whose parameters are these six."""
+        return self.check_generate(layout_json, checkpoint, seed, steps, cfg, sampler=sampler)
 
     def generate(self, layout_json: str | None, checkpoint: str | None, seed: Any = 0, steps: Any = None,
-                 cfg: Any = None, num_images: Any = 1, epsilon_scaling: Any = None, callback: Callback | None = None,
-                 on_download: weights.Progress | None = None) -> GeoDiffusionOutput:
+                 cfg: Any = None, num_images: Any = 1, epsilon_scaling: Any = None, sampler: Any = "default",
+                 callback: Callback | None = None, on_download: weights.Progress | None = None) -> GeoDiffusionOutput:
         """Check (no weights needed), then load the checkpoint (or download it, reporting bytes) and generate."""
-        inputs = self.check_generate(layout_json, checkpoint, seed, steps, cfg, num_images, epsilon_scaling)
+        inputs = self.check_generate(layout_json, checkpoint, seed, steps, cfg, num_images, epsilon_scaling, sampler)
         with self.ctx.compute(checkpoint, on_download) as pipe:
             return pipe(**inputs, callback=callback)
 
@@ -218,10 +224,42 @@ class GeoDiffusionPage:
         return Generated(output, self.config(checkpoint).dataset)
 
 
+def sampler_choices(config: GenerationConfig) -> list[tuple[str, str]]:
+    """(label, value) of each sampler for a checkpoint: its official scheduler and steps, and fast sampling."""
+    return [(f"Official ({config.official_scheduler}, {config.num_inference_steps} steps)", "default"),
+            (f"Fast sampling (DPM-Solver++, {FAST_SAMPLING_STEPS} steps)", "fast")]
+
+
+def unet_evaluations(scheduler: str, steps: int) -> int:
+    """UNet evaluations of a call: PNDM (as released, without Runge-Kutta steps) takes its first step twice."""
+    return steps + 1 if scheduler == "PNDM" else steps
+
+
+def sampler_info(config: GenerationConfig) -> str:
+    """The trade-off of fast sampling for a checkpoint, with the time per image measured on the CPU."""
+    size = min(CPU_SECONDS, key=lambda side: abs(side - max(config.width, config.height)))
+    fixed, per_evaluation = CPU_SECONDS[size]
+    official = fixed + per_evaluation * unet_evaluations(config.official_scheduler, config.num_inference_steps)
+    fast = fixed + per_evaluation * FAST_SAMPLING_STEPS
+    return (f"Fast sampling takes {official / fast:.1f}× less time per image than the official "
+            f"{config.num_inference_steps} {config.official_scheduler} steps (measured on 2 CPU cores at {size}²). "
+            "The same seed gives a different image, and the paper's results use the official sampler. Choosing "
+            f"it sets Steps to {FAST_SAMPLING_STEPS} unless you changed them.")
+
+
+def steps_for_sampler(sampler: str, steps: Any, config: GenerationConfig) -> Any:
+    """The Steps a page shows after the sampler changes: the new sampler's default where Steps still hold the other
+    sampler's default, else the person's own number."""
+    other = "default" if sampler == "fast" else "fast"
+    return config.default_steps(sampler) if steps == config.default_steps(other) else steps
+
+
 def summary(output: GeoDiffusionOutput) -> str:
     """One markdown paragraph on what was generated, then a paragraph per warning."""
+    scheduler = SCHEDULER_NAMES.get(output.scheduler, output.scheduler)
+    sampler = f"fast sampling ({scheduler})" if output.sampler == "fast" else f"{scheduler} (the checkpoint's sampler)"
     lines = [f"{len(output.images)} image(s), {output.width}x{output.height}, {output.num_inference_steps} steps, "
-             f"cfg {output.guidance_scale}, seed {output.seed}"
+             f"cfg {output.guidance_scale}, seed {output.seed}, {sampler}"
              + (f", Epsilon Scaling λ={output.epsilon_scaling}" if output.epsilon_scaling else "") + "."]
     lines += [f"⚠️ {w}" for w in output.warnings]
     return "\n\n".join(lines)

@@ -59,6 +59,10 @@ EPSILON_SCALING_RANGE = (0.5, 1.5)  # Epsilon Scaling's lambda; the paper's usef
 MAX_SEED = 2**63 - 1  # seeds from 0
 MAX_LAYOUT_CHARS = 20_000  # characters of layout JSON text
 LAYOUT_KEYS = {"bbox", "camera", "timeofday", "weather"}
+# Samplers a request chooses from: "default" is the checkpoint's own scheduler and step count (the official loader's:
+# PNDM for nuImages, DPM-Solver++ for COCO-Stuff); "fast" is DPM-Solver++ at FAST_SAMPLING_STEPS unless steps are set.
+SAMPLERS = ("default", "fast")
+FAST_SAMPLING_STEPS = 20
 
 
 @dataclass(frozen=True)
@@ -96,6 +100,15 @@ class GenerationConfig:
     @property
     def num_location_tokens(self) -> int:
         return self.num_bucket_per_side[0] * self.num_bucket_per_side[1]
+
+    @property
+    def official_scheduler(self) -> str:
+        """The scheduler the official loader samples this dataset's checkpoints with."""
+        return "DPM-Solver++" if self.dataset == "coco_stuff" else "PNDM"
+
+    def default_steps(self, sampler: str = "default") -> int:
+        """The steps a request with no steps runs: the checkpoint's own, or FAST_SAMPLING_STEPS with "fast"."""
+        return FAST_SAMPLING_STEPS if sampler == "fast" else self.num_inference_steps
 
     @property
     def uses_camera(self) -> bool:

@@ -23,6 +23,7 @@ from apps.geodiffusion.layout import (
     MAX_IMAGES,
     MAX_SEED,
     MAX_STEPS,
+    SAMPLERS,
     GenerationConfig,
     Layout,
     encode_prompt,
@@ -48,6 +49,8 @@ class GeoDiffusionOutput(PipelineOutput):
     dropped_boxes: tuple[int, ...] = ()  # layout indices whose tokens the 77-token limit cut
     width: int = 0
     height: int = 0
+    sampler: str = "default"  # "default" (the checkpoint's own scheduler) or "fast" (DPM-Solver++)
+    scheduler: str = ""  # the diffusers scheduler class that ran, e.g. PNDMScheduler, DPMSolverMultistepScheduler
 
     @property
     def warnings(self) -> tuple[str, ...]:
@@ -68,7 +71,10 @@ class GeoDiffusionPipeline(Pipeline):
         self.config = config
         self.device = device
         self.dtype = dtype
-        self._lock = threading.Lock()  # a diffusers pipeline (scheduler state, hooks) serves one call at a time
+        # One diffusers pipeline per sampler, sharing the models; each has its own scheduler, whose state a call
+        # changes, so the lock still serialises calls (scheduler state, hooks on the shared UNet).
+        self.samplers = {"default": sd_pipeline, "fast": _fast_sampling(sd_pipeline)}
+        self._lock = threading.Lock()
 
     @classmethod
     def from_pretrained(cls, path: str | Path, *, device: str | torch.device = "cpu",
@@ -100,6 +106,7 @@ class GeoDiffusionPipeline(Pipeline):
 
     @property
     def scheduler_name(self) -> str:
+        """The default sampler's scheduler class (the checkpoint's own)."""
         return type(self.sd.scheduler).__name__
 
     def encode_ids(self, prompts: list[str]) -> torch.Tensor:
@@ -116,18 +123,21 @@ class GeoDiffusionPipeline(Pipeline):
     @classmethod
     def check_inputs(cls, layout: str | dict | Layout | None, seed: Any = 0, num_images: Any = 1,
                      num_inference_steps: Any = None, guidance_scale: Any = None, epsilon_scaling: Any = None,
-                     shuffle_seed: Any = None, *, config: GenerationConfig) -> dict[str, Any]:
+                     shuffle_seed: Any = None, sampler: Any = "default", *,
+                     config: GenerationConfig) -> dict[str, Any]:
         """Every check on a generation request, against a checkpoint's generation ``config`` (no weights needed).
 
-        Returns ``__call__``'s arguments normalised (a ``Layout``, ints and floats, the checkpoint's steps and
-        guidance where None was given); raises ``UserInputError`` naming the argument at fault.
+        Returns ``__call__``'s arguments normalised (a ``Layout``, ints and floats, a sampler of ``SAMPLERS``, the
+        sampler's steps and the checkpoint's guidance where None was given); raises ``UserInputError`` naming the
+        argument at fault.
         """
         try:
             layout = parse_layout(layout, config)
         except UserInputError as error:
             raise UserInputError(str(error), argument="layout") from None
+        sampler = _sampler(sampler)
         if num_inference_steps is None:
-            num_inference_steps = config.num_inference_steps
+            num_inference_steps = config.default_steps(sampler)
         if guidance_scale is None:
             guidance_scale = config.cfg_scale
         low, high = EPSILON_SCALING_RANGE
@@ -143,21 +153,25 @@ class GeoDiffusionPipeline(Pipeline):
                 epsilon_scaling, "The Epsilon Scaling factor", "epsilon_scaling", low, high, hint=" (try 1.005)"),
             "shuffle_seed": None if shuffle_seed is None else _number(
                 shuffle_seed, "The shuffle seed", "shuffle_seed", 0, MAX_SEED, whole=True),
+            "sampler": sampler,
         }
 
     def __call__(self, layout: str | dict | Layout, seed: int = 0, num_images: int = 1,
                  num_inference_steps: int | None = None, guidance_scale: float | None = None,
-                 epsilon_scaling: float | None = None, shuffle_seed: int | None = None,
+                 epsilon_scaling: float | None = None, shuffle_seed: int | None = None, sampler: str = "default",
                  callback: Callback | None = None) -> GeoDiffusionOutput:
         """Generate ``num_images`` images for ``layout``; defaults come from the checkpoint's generation_config.
 
         ``epsilon_scaling``: Epsilon Scaling's factor lambda (Ning et al., ICLR 2024), dividing the predicted noise by
-        lambda at every step (uniform schedule); None or 1.0 leaves sampling unchanged. ``callback(step, total)`` is
-        called after each denoising step.
+        lambda at every step (uniform schedule); None or 1.0 leaves sampling unchanged. ``sampler``: "default" (the
+        checkpoint's own scheduler) or "fast" (DPM-Solver++, ``FAST_SAMPLING_STEPS`` steps unless given).
+        ``callback(step, total)`` is called after each denoising step; ``total`` counts the UNet evaluations, one more
+        than the steps with PNDM (its first step is taken twice).
         """
         inputs = self.check_inputs(layout, seed, num_images, num_inference_steps, guidance_scale, epsilon_scaling,
-                                   shuffle_seed, config=self.config)
+                                   shuffle_seed, sampler, config=self.config)
         layout, steps, factor = inputs["layout"], inputs["num_inference_steps"], inputs["epsilon_scaling"]
+        sd = self.samplers[inputs["sampler"]]
         prompt = encode_prompt(layout, self.config, shuffle_seed=inputs["shuffle_seed"])
         with self._lock:
             cond = self.prompt_embeddings(prompt)  # (1, 77, D)
@@ -166,12 +180,12 @@ class GeoDiffusionPipeline(Pipeline):
 
             def on_step_end(pipe, step, timestep, kwargs):
                 if callback is not None:
-                    callback(step + 1, steps)
+                    callback(step + 1, pipe.num_timesteps)
                 return kwargs
 
-            hook = None if factor is None else self.sd.unet.register_forward_hook(_epsilon_scaling_hook(factor))
+            hook = None if factor is None else sd.unet.register_forward_hook(_epsilon_scaling_hook(factor))
             try:
-                images = self.sd(
+                images = sd(
                     prompt_embeds=cond, negative_prompt_embeds=uncond, guidance_scale=inputs["guidance_scale"],
                     num_inference_steps=steps, height=self.config.height, width=self.config.width,
                     num_images_per_prompt=inputs["num_images"], generator=generator,
@@ -184,7 +198,28 @@ class GeoDiffusionPipeline(Pipeline):
             images=tuple(images), prompt=prompt, layout=layout, seed=inputs["seed"], num_inference_steps=steps,
             guidance_scale=inputs["guidance_scale"], epsilon_scaling=factor,
             dropped_boxes=tuple(self.dropped_boxes(layout, inputs["shuffle_seed"])),
-            width=self.config.width, height=self.config.height)
+            width=self.config.width, height=self.config.height, sampler=inputs["sampler"],
+            scheduler=type(sd.scheduler).__name__)
+
+
+def _fast_sampling(sd_pipeline):
+    """The same models with DPM-Solver++ (diffusers' multistep solver), built from the checkpoint's scheduler config
+    (same noise schedule and timestep spacing)."""
+    from diffusers import DPMSolverMultistepScheduler
+
+    scheduler = DPMSolverMultistepScheduler.from_config(sd_pipeline.scheduler.config, algorithm_type="dpmsolver++")
+    fast = type(sd_pipeline)(**{**sd_pipeline.components, "scheduler": scheduler}, requires_safety_checker=False)
+    fast.set_progress_bar_config(disable=True)
+    return fast
+
+
+def _sampler(value: Any) -> str:
+    """``value`` as one of SAMPLERS (None is "default"), else a UserInputError naming ``sampler``."""
+    name = "default" if value is None else value.strip().lower() if isinstance(value, str) else value
+    if name not in SAMPLERS:
+        raise UserInputError(f'The sampler must be "default" (the checkpoint\'s own scheduler and steps) or "fast" '
+                             f"(DPM-Solver++, fewer steps); got {value!r}.", argument="sampler")
+    return name
 
 
 def _number(value: Any, what: str, argument: str, low: float, high: float, *, whole: bool = False,

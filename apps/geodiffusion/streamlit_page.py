@@ -29,16 +29,28 @@ layout_json = st.text_area('Layout: {"camera": ..., "bbox": [[label, x1, y1, x2,
 st.caption(f"Prompt: {page.preview_prompt(layout_json, checkpoint)}")
 if note := page.budget_note(layout_json, checkpoint):
     st.caption(note)
+steps_key, sampler_key = f"steps-{checkpoint}", f"sampler-{checkpoint}"
+
+
+def on_sampler():  # Steps follow the sampler while they hold the other sampler's default
+    st.session_state[steps_key] = actions.steps_for_sampler(
+        st.session_state[sampler_key], st.session_state.get(steps_key, config.num_inference_steps), config)
+
+
+st.session_state.setdefault(steps_key, config.num_inference_steps)
 seed, steps, cfg = st.columns(3)
 seed = seed.number_input("Seed", 0, min(MAX_SEED, 2**53 - 1), 0)  # Streamlit holds JavaScript-safe integers
-steps = steps.number_input("Steps", 1, MAX_STEPS, config.num_inference_steps, key=f"steps-{checkpoint}")
+steps = steps.number_input("Steps", 1, MAX_STEPS, key=steps_key)
 cfg = cfg.number_input("Guidance scale (cfg)", 0.0, MAX_GUIDANCE, config.cfg_scale, step=0.5, key=f"cfg-{checkpoint}")
+samplers = {value: label for label, value in actions.sampler_choices(config)}
+sampler = st.radio("Sampler", list(samplers), format_func=samplers.get, horizontal=True, key=sampler_key,
+                   help=actions.sampler_info(config), on_change=on_sampler)
 num_images = st.slider("Images", 1, actions.PAGE_MAX_IMAGES, 1)
 show_boxes = st.checkbox("Draw the layout boxes over the images", value=True)
 if st.button("Generate", type="primary"):
     try:
         bar = st.progress(0.0, text="Loading the checkpoint")
-        out = page.generate(layout_json, checkpoint, seed, steps, cfg, num_images,
+        out = page.generate(layout_json, checkpoint, seed, steps, cfg, num_images, sampler=sampler,
                             callback=lambda i, n: bar.progress(min(i / max(n, 1), 1.0), text=f"Denoising {i}/{n}"))
     except Exception as error:
         st.session_state.pop("geodiffusion-result", None)

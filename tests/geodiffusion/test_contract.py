@@ -96,6 +96,7 @@ def test_check_inputs_normalises_and_fills_the_checkpoint_defaults():
     (("", CHECKPOINT, 0, 2, 99.0), "cfg"),
     (("", CHECKPOINT, 0, 2, 4.0, 9), "num_images"),
     (("", CHECKPOINT, 0, 2, 4.0, 1, 2.0), "epsilon_scaling"),
+    (("", CHECKPOINT, 0, 2, 4.0, 1, None, "turbo"), "sampler"),
 ])
 def test_the_page_check_names_the_page_input(offline, args, argument):
     page = GeoDiffusionPage(DemoContext(DEMO, ModelPool(budget_bytes=10**9)))
@@ -107,14 +108,19 @@ def test_the_page_check_names_the_page_input(offline, args, argument):
 
 def test_checks_take_the_inputs_of_their_events(offline):
     """Gradio's validator marks the input whose name the error's argument is: the check's parameters are the
-    event's inputs (the page's Generate button; the named endpoint's five parameters)."""
+    event's inputs (the page's Generate button; the named endpoint's six parameters)."""
     page = GeoDiffusionPage(DemoContext(DEMO, ModelPool(budget_bytes=10**9)))
     api = ["layout_json", "checkpoint", "seed", "steps", "cfg"]
-    assert list(inspect.signature(page.check_api).parameters) == api
-    assert list(inspect.signature(page.check_generate).parameters) == [*api, "num_images", "epsilon_scaling"]
+    assert list(inspect.signature(page.check_api).parameters) == [*api, "sampler"]
+    assert list(inspect.signature(page.check_generate).parameters) == [*api, "num_images", "epsilon_scaling",
+                                                                       "sampler"]
     with pytest.raises(UserInputError) as info:
         page.check_api("", CHECKPOINT, 0, 2, -1.0)
     assert info.value.argument == "cfg"
+    with pytest.raises(UserInputError) as info:
+        page.check_api("", CHECKPOINT, 0, 2, 4.0, "quick")
+    assert info.value.argument == "sampler"
+    assert page.check_api("", CHECKPOINT, 0, None, 4.0, "fast")["num_inference_steps"] == 20
 
 
 def test_callback_gets_int_steps_up_to_the_total(coco_pipeline):
@@ -180,7 +186,7 @@ def test_bad_input_is_refused_before_the_queue(served_page):
     # The page's own event (private: a browser joins it by fn_index) is checked the same way.
     config = client.config
     status, detail = raw.join(url.rstrip("/"), raw.fn_index(config, "generate_on_page"),
-                              [LAYOUT, CHECKPOINT, 5, 500, 4.0, 1, None], raw.session())
+                              [LAYOUT, CHECKPOINT, 5, 500, 4.0, 1, None, "default"], raw.session())
     assert status == 422 and detail.split() == "Steps must be between 1 and 200; got 500, above the maximum.".split()
     stats = ctx.pool.stats()
     assert stats.loaded == {} and stats.misses == 0 and stats.loads == 0  # the handler never ran

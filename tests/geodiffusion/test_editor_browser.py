@@ -148,7 +148,9 @@ def test_checkpoint_switch_updates_editor_controls_steps_and_cfg(browser, page_u
     try:
         page.goto(page_url)
         page.locator("#geo-layout-editor canvas.geo-canvas").wait_for(timeout=60_000)
-        steps = page.get_by_label("Steps")
+        steps = page.get_by_label("Steps", exact=True)  # not the sampler choices' "... 20 steps)"
+        fast = page.get_by_role("radio", name="Fast sampling (DPM-Solver++, 20 steps)")
+        official = page.get_by_role("radio", name="Official (DPM-Solver++, 50 steps)")
         cfg = page.locator("input[type=number][aria-label*='Guidance scale (cfg)']")
         camera, night, rain = (page.get_by_label("Camera view"), page.get_by_role("radio", name="night"),
                                page.get_by_role("radio", name="rain"))
@@ -163,6 +165,10 @@ def test_checkpoint_switch_updates_editor_controls_steps_and_cfg(browser, page_u
         expect(camera).to_be_hidden()
         expect(night).to_be_hidden()
         assert len(page.evaluate(EDITOR_LABELS)) == 172
+        fast.check()  # fast sampling: Steps move from the checkpoint's 50 to 20, and back
+        expect(steps).to_have_value("20")
+        official.check()
+        expect(steps).to_have_value("50")
 
         choose("nuimages-time-weather-512x512")
         page.wait_for_function(f"() => ({EDITOR_LABELS})().length === 10", timeout=15_000)
@@ -172,6 +178,7 @@ def test_checkpoint_switch_updates_editor_controls_steps_and_cfg(browser, page_u
         expect(rain).to_be_visible()
         expect(steps).to_have_value("100")
         expect(cfg).to_have_value("5")
+        expect(page.get_by_role("radio", name="Official (PNDM, 100 steps)")).to_be_checked()  # choices follow
 
         choose("nuimages-256x256")  # camera, but no time of day or weather
         expect(night).to_be_hidden()

@@ -58,8 +58,11 @@ def test_page_builds_and_renders_without_weights(offline):
     with gr.Blocks() as hub:  # what the hub does inside a route
         blocks.render()
     api = hub.get_api_info()["named_endpoints"]["/generate"]
-    assert [p["parameter_name"] for p in api["parameters"]] == ["layout_json", "checkpoint", "seed", "steps", "cfg"]
-    assert [p["parameter_has_default"] for p in api["parameters"]] == [False, False, True, True, True]
+    assert [p["parameter_name"] for p in api["parameters"]] == ["layout_json", "checkpoint", "seed", "steps", "cfg",
+                                                                 "sampler"]
+    assert [p["parameter_has_default"] for p in api["parameters"]] == [False, False, True, True, True, True]
+    assert api["parameters"][5]["parameter_default"] == "default"
+    assert api["parameters"][5]["type"] == {"enum": ["default", "fast"]}  # what an MCP client is offered
     config = blocks.get_config_file()
     texts = json.dumps(config, default=str)
     assert "are not on this server. You can still draw layouts" in texts  # the notice for the missing weights
@@ -136,6 +139,17 @@ def test_named_api_generates_from_the_cached_checkpoint(offline, coco_checkpoint
             client.predict(layout, "coco-stuff-256x256", 3, 500, 4.0, api_name="/generate")
         with pytest.raises(Exception, match="not valid JSON"):
             client.predict("{", "coco-stuff-256x256", 3, 2, 4.0, api_name="/generate")
+        # The optional sixth parameter: fast sampling, by position or by name; steps null is its 20 steps.
+        fast = client.predict(layout, "coco-stuff-256x256", 3, 2, 4.0, "fast", api_name="/generate")
+        assert (fast["sampler"], fast["scheduler"], fast["num_inference_steps"]) == (
+            "fast", "DPMSolverMultistepScheduler", 2)
+        assert (out["sampler"], out["scheduler"]) == ("default", "DPMSolverMultistepScheduler")  # COCO-Stuff's own
+        assert fast["images"] == out["images"]  # COCO-Stuff's official sampler is DPM-Solver++ too: same pixels
+        named = client.predict(layout_json=layout, checkpoint="coco-stuff-256x256", seed=3, sampler="fast",
+                               api_name="/generate")
+        assert named["num_inference_steps"] == 20 and named["sampler"] == "fast"
+        with pytest.raises(Exception, match=r'- sampler: The sampler must be "default"'):
+            client.predict(layout, "coco-stuff-256x256", 3, 2, 4.0, "turbo", api_name="/generate")
     finally:
         blocks.close()
 

@@ -58,8 +58,11 @@ def update_value(update, key):
 def test_checkpoint_switch_updates_classes_controls_steps_and_cfg(time_weather_on_disk):
     blocks = build(DemoContext(DEMO, ModelPool(budget_bytes=10**9)))
     event = handler(blocks, "on_checkpoint")
-    assert [c.label for c in event.inputs] == ["Checkpoint", LAYOUT_LABEL]
-    editor, camera, timeofday, weather, steps, cfg, _, prompt, _ = event.outputs
+    assert [c.label for c in event.inputs] == ["Checkpoint", LAYOUT_LABEL, "Sampler"]
+    editor, camera, timeofday, weather, steps, cfg, sampler, _, prompt, _ = event.outputs
+    assert sampler.elem_id == "geo-sampler" and sampler.value == "default"
+    assert sampler.choices == [("Official (PNDM, 30 steps)", "default"), ("Fast sampling (DPM-Solver++, 20 steps)",
+                                                                          "fast")]
     assert editor.elem_id == "geo-layout-editor" and prompt.elem_id == "geo-prompt"
     assert [camera.label, timeofday.label, weather.label, steps.label, cfg.label] == [
         "Camera view", "Time of day", "Weather", "Steps", "Guidance scale (cfg)"]
@@ -85,7 +88,7 @@ def test_checkpoint_switch_updates_classes_controls_steps_and_cfg(time_weather_o
     ]
     assert len(COCO_STUFF_CLASSES) == 172 and "sky-other" in COCO_STUFF_CLASSES
     for name, classes, shows_camera, shows_time_weather, n_steps, scale, prompt_start, notice in expected:
-        out = event.fn(name, text)
+        out = event.fn(name, text, "default")
         assert len(out) == len(event.outputs)
         value = json.loads(out[0])
         assert value["classes"] == classes, name
@@ -95,12 +98,29 @@ def test_checkpoint_switch_updates_classes_controls_steps_and_cfg(time_weather_o
         assert update_value(out[3], "visible") is shows_time_weather, name
         assert update_value(out[4], "value") == n_steps, name
         assert update_value(out[5], "value") == scale, name
-        assert out[7].startswith(prompt_start), (name, out[7])
+        official = "DPM-Solver++" if name.startswith("coco") else "PNDM"
+        assert update_value(out[6], "choices")[0] == (f"Official ({official}, {n_steps} steps)", "default"), name
+        assert f"than the official {n_steps} {official} steps" in update_value(out[6], "info"), name
+        assert update_value(event.fn(name, text, "fast")[4], "value") == 20, name  # fast sampling's steps
+        assert out[8].startswith(prompt_start), (name, out[8])
         if notice is None:
-            assert out[6] == "" and out[8].startswith("The prompt uses "), name
+            assert out[7] == "" and out[9].startswith("The prompt uses "), name
         else:
-            assert notice in out[6] and "are not on this server" in out[6], name
-            assert out[8] == "", name  # no tokenizer on disk: no token count
+            assert notice in out[7] and "are not on this server" in out[7], name
+            assert out[9] == "", name  # no tokenizer on disk: no token count
+
+
+def test_the_sampler_choice_moves_default_steps_only(time_weather_on_disk):
+    """Choosing fast sampling sets Steps to 20 while they hold the checkpoint's default (30 on disk here), and
+    back; steps a person typed stay."""
+    blocks = build(DemoContext(DEMO, ModelPool(budget_bytes=10**9)))
+    event = handler(blocks, "on_sampler")
+    assert [c.label for c in event.inputs] == ["Sampler", "Steps", "Checkpoint"]
+    assert [c.label for c in event.outputs] == ["Steps"]
+    assert event.fn("fast", 30, TIME_WEATHER) == 20 and event.fn("default", 20, TIME_WEATHER) == 30
+    assert event.fn("fast", 42, TIME_WEATHER) == 42 and event.fn("default", 42, TIME_WEATHER) == 42
+    assert event.fn("fast", 100, "nuimages-256x256") == 20 and event.fn("fast", 50, "coco-stuff-256x256") == 20
+    assert event.fn("default", 20, "coco-stuff-512x512") == 50
 
 
 def test_coco_export_of_a_nuimages_layout(tmp_path):
@@ -150,10 +170,14 @@ def test_export_of_images_generated_on_the_page(time_weather_on_disk):
 
     text = json.dumps({"camera": "front right", "timeofday": "night", "weather": "rain",
                        "bbox": [["car", 0.1, 0.2, 0.5, 0.6], ["traffic cone", 0.7, 0.75, 0.8, 0.95]]})
+    assert [c.label for c in generate.inputs][-1] == "Sampler"
     prompt, notes, state = generate.fn(text, TIME_WEATHER, 7, 2, 5.0, 2, None)
     gallery = gallery_items.fn(state, False)
     assert prompt == "A night rain driving scene image of front right camera with car <l4> <l10> cone <l10> <l14>"
-    assert notes.startswith("2 image(s), 64x64, 2 steps, cfg 5.0, seed 7")
+    assert notes == "2 image(s), 64x64, 2 steps, cfg 5.0, seed 7, PNDM (the checkpoint's sampler)."
+    _, fast_notes, fast_state = generate.fn(text, TIME_WEATHER, 7, 2, 5.0, 1, None, "fast")
+    assert fast_notes == "1 image(s), 64x64, 2 steps, cfg 5.0, seed 7, fast sampling (DPM-Solver++)."
+    assert fast_state.output.scheduler == "DPMSolverMultistepScheduler"
     assert len(state.output.images) == 2 and state.dataset == "nuimages"
     generated = [np.asarray(im.convert("RGB")) for im in state.output.images]
     assert not np.array_equal(generated[0], generated[1])  # two different samples, so a mix-up would show

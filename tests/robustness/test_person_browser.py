@@ -85,7 +85,7 @@ def test_molm3d_ask_about_the_default_molecule(person, robust_hub, tmp_path):
 
 def test_geodiffusion_generate_from_the_default_layout(person, tmp_path):
     person.goto(f"{person.base}/geodiffusion")
-    steps = person.get_by_label("Steps")
+    steps = person.get_by_label("Steps", exact=True)
     steps.fill("2")
     steps.press("Tab")
     person.get_by_role("button", name="Generate", exact=True).click()

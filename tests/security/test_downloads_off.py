@@ -37,8 +37,8 @@ def nothing_downloaded(public_hub, hub_server):
 @pytest.mark.parametrize(("api_name", "data", "demo", "weights", "size"), [
     ("synthesize", [EXAMPLES, "pragmatic-ft-listener", 3], "prax", "pragmatic-ft-listener", "1.20 GB"),
     ("synthesize", [EXAMPLES, "human-data-ft-listener", 3], "prax", "human-data-ft-listener", "1.20 GB"),
-    ("generate", ['{"camera": "front", "bbox": [["car", 0.1, 0.4, 0.3, 0.6]]}', "nuimages-512x512", 0, 2, 5.0],
-     "geodiffusion", "nuimages-512x512", "4.91 GB"),
+    ("generate", ['{"camera": "front", "bbox": [["car", 0.1, 0.4, 0.3, 0.6]]}', "nuimages-512x512", 0, 2, 5.0,
+                  "default"], "geodiffusion", "nuimages-512x512", "4.91 GB"),
     ("ask", ["CCO", "molecular weight"], "molm3d", "generalist", "14 GB"),
 ], ids=["prax-pragmatic", "prax-human", "geodiffusion-512", "molm3d"])
 def test_named_endpoint_for_missing_weights_gets_the_operator_sentence(public_hub, api_name, data, demo, weights,

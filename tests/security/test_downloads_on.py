@@ -109,9 +109,9 @@ def test_one_download_at_a_time_and_other_demos_keep_serving(local_hub, hub_serv
         assert time.monotonic() < deadline, "the download never started"
         time.sleep(0.1)
     layout = '{"camera": "front", "bbox": [["car", 0.1, 0.4, 0.3, 0.6]]}'
-    other = raw.call(url, "generate", [layout, "nuimages-256x256", 0, 2, 5.0])
+    other = raw.call(url, "generate", [layout, "nuimages-256x256", 0, 2, 5.0, "default"])
     assert other.ok, f"GeoDiffusion waited for PraX's download: {other.message}"
-    second = raw.call(url, "generate", [layout, "nuimages-512x512", 0, 2, 5.0])
+    second = raw.call(url, "generate", [layout, "nuimages-512x512", 0, 2, 5.0, "default"])
     assert second.message.startswith(
         "Another download is running on this server, so the geodiffusion weights 'nuimages-512x512' (4.91 GB) "
         "cannot start now; try again in a few minutes.")
@@ -128,7 +128,7 @@ def test_download_progress_reaches_the_page(local_hub, hub_server):
     session, seen = raw.session(), []
     status, event_id = raw.join(url, raw.fn_index(config, "generate_on_page"),  # the page's Generate button
                                 ['{"bbox": [["giraffe", 0.1, 0.1, 0.4, 0.9]]}', "coco-stuff-256x256", 0, 2, 4.0,
-                                 1, None], session)
+                                 1, None, "default"], session)
     assert status == 200
     answer = raw.results(url, session, 1, seen=seen)[event_id]
     assert answer.ok, answer.message

@@ -14,7 +14,7 @@ from tests.security import raw
 from tests.security.conftest import PUBLIC_QUEUE_SIZE, assert_clean, honest_request_works
 
 LAYOUT = '{"camera": "front", "bbox": [["car", 0.1, 0.4, 0.3, 0.6], ["pedestrian", 0.5, 0.3, 0.6, 0.9]]}'
-SLOW = [LAYOUT, "nuimages-256x256", 0, 200, 5.0]
+SLOW = [LAYOUT, "nuimages-256x256", 0, 200, 5.0, "default"]  # raw callers send every value, sampler too
 
 
 def start_slow_call(url: str) -> requests.Response:
@@ -29,7 +29,7 @@ def finish(url: str, event_id: str) -> None:
 
 
 def test_a_flood_gets_the_busy_sentence_and_the_hub_recovers(public_hub):
-    raw.call(public_hub.url, "generate", [LAYOUT, "nuimages-256x256", 0, 1, 5.0])  # loaded before the flood
+    raw.call(public_hub.url, "generate", [LAYOUT, "nuimages-256x256", 0, 1, 5.0, "default"])  # loaded before the flood
     responses = [start_slow_call(public_hub.url) for _ in range(PUBLIC_QUEUE_SIZE + 4)]
     accepted = [r.json()["event_id"] for r in responses if r.status_code == 200]
     refused = [r for r in responses if r.status_code != 200]
@@ -53,7 +53,7 @@ def test_one_session_may_have_four_pending_jobs(public_hub, public_config):
     assert status == 503 and detail == TOO_MANY.format(pending=4, limit=4)
     done = raw.results(public_hub.url, session, 4, timeout=300)
     assert len(done) == 4 and all(a.ok for a in done.values())
-    assert raw.join(public_hub.url, generate, [LAYOUT, "nuimages-256x256", 0, 1, 5.0],
+    assert raw.join(public_hub.url, generate, [LAYOUT, "nuimages-256x256", 0, 1, 5.0, "default"],
                     session)[0] == 200, "the same session is served again once its jobs finished"
     raw.results(public_hub.url, session, 1)
     honest_request_works(public_hub.url)
