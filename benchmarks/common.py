@@ -20,6 +20,14 @@ def median_time(fn: Callable[[], object], repeats: int, warmup: bool = False) ->
     return statistics.median(times)
 
 
+def print_table(headers: list[str], rows: list[list[object]]) -> None:
+    """A markdown table on stdout (what run_all.py copies into BENCHMARKS.md)."""
+    print("| " + " | ".join(headers) + " |")
+    print("|" + "---|" * len(headers))
+    for row in rows:
+        print("| " + " | ".join(str(cell) for cell in row) + " |")
+
+
 def free_port() -> int:
     """A free TCP port on loopback (benchmarks serve only on this machine)."""
     with socket.socket() as s:

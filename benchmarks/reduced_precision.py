@@ -52,6 +52,7 @@ from apps.tag2text.config import Tag2TextConfig  # noqa: E402
 from apps.tag2text.decoding import beam_search  # noqa: E402
 from apps.tag2text.model import Tag2Text, build_model  # noqa: E402
 from apps.tag2text.pipeline import Tag2TextPipeline, class_thresholds  # noqa: E402
+from benchmarks.common import print_table  # noqa: E402
 from benchmarks.tag2text_decode import TAGS, paired_times  # noqa: E402
 from tests.fixtures.tiny_tag2text import init_random, tiny_config, write_tiny_checkpoint  # noqa: E402
 
@@ -236,31 +237,23 @@ def main(argv: list[str] | None = None) -> None:
           f"{args.repeats} timed pair(s) per stage (median); {time.perf_counter() - start:.0f} s in all; load average "
           f"{' -> '.join(f'{x:.2f}' for x in load)}")
     print()
-    print("| Tag2Text model | images | tags per image (fp32) | tag set changed | tags flipped per image "
-          "| max score change | caption changed | caption changed, same tags |")
-    print("|---|---|---|---|---|---|---|---|")
-    for model, c in rates.items():
-        n = c["images"]
-        print(f"| {model} | {n} | {c['tags per image']:.1f} | {percent(c['tag set changed'], n)} "
-              f"| {c['tags flipped per image']:.2f} | {c['max score diff']:.4f} | {percent(c['caption changed'], n)} "
-              f"| {percent(c['caption changed, same tags'], n)} |")
+    print_table(["Tag2Text model", "images", "tags per image (fp32)", "tag set changed", "tags flipped per image",
+                 "max score change", "caption changed", "caption changed, same tags"],
+                [[model, c["images"], f"{c['tags per image']:.1f}", percent(c["tag set changed"], c["images"]),
+                  f"{c['tags flipped per image']:.2f}", f"{c['max score diff']:.4f}",
+                  percent(c["caption changed"], c["images"]), percent(c["caption changed, same tags"], c["images"])]
+                 for model, c in rates.items()])
     print()
-    print(f"| Tag2Text stage ({label}) | batch | fp32 | bf16 | fp32 / bf16 |")
-    print("|---|---|---|---|---|")
-    for batch, rows in speed.items():
-        for stage, (t_full, t_half, ratio) in rows.items():
-            print(f"| {stage} | {batch} | {t_full:.2f} s | {t_half:.2f} s | {ratio:.2f}× |")
+    print_table([f"Tag2Text stage ({label})", "batch", "fp32", "bf16", "fp32 / bf16"],
+                [[stage, batch, f"{t_full:.2f} s", f"{t_half:.2f} s", f"{ratio:.2f}×"]
+                 for batch, rows in speed.items() for stage, (t_full, t_half, ratio) in rows.items()])
     if prax:
         print()
-        print("| PraX listener (bundled) | held-out RSA specs | top-1 fp32 | top-1 bf16 | top guess changed "
-              "| fp32 | bf16 | fp32 / bf16 |")
-        print("|---|---|---|---|---|---|---|---|")
-        for name, p in prax.items():
-            n = p["specs"]
-            print(f"| `{name}` ({args.prax_samples} samples per spec) | {n} | {p['top-1 fp32']:.2f} "
-                  f"| {p['top-1 bf16']:.2f} | {percent(p['top guess changed'], n)} | {p['fp32 s']:.1f} s "
-                  f"| {p['bf16 s']:.1f} s | {p['fp32 s'] / p['bf16 s']:.2f}× |")
-
+        print_table(["PraX listener (bundled)", "held-out RSA specs", "top-1 fp32", "top-1 bf16", "top guess changed",
+                     "fp32", "bf16", "fp32 / bf16"],
+                    [[f"`{name}` ({args.prax_samples} samples per spec)", p["specs"], f"{p['top-1 fp32']:.2f}",
+                      f"{p['top-1 bf16']:.2f}", percent(p["top guess changed"], p["specs"]), f"{p['fp32 s']:.1f} s",
+                      f"{p['bf16 s']:.1f} s", f"{p['fp32 s'] / p['bf16 s']:.2f}×"] for name, p in prax.items()])
 
 if __name__ == "__main__":
     main()

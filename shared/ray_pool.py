@@ -20,6 +20,7 @@ HF_HOME or ``demohub download`` on each node). The deployment options come from 
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import os
 import queue
@@ -27,6 +28,7 @@ import tempfile
 import threading
 import time
 from collections.abc import Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -336,6 +338,17 @@ def _replica_died() -> tuple[type[BaseException], ...]:
     return ActorDiedError, ActorUnavailableError, RayActorError
 
 
+def _outside_event_loop(fn, *args):
+    """``fn(*args)``, in a worker thread when this thread runs an asyncio loop: Serve's blocking handle API refuses
+    such a thread (a notebook cell, an async web handler, Playwright's sync API in tests)."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return fn(*args)
+    with ThreadPoolExecutor(1, thread_name_prefix="demohub-ray-call") as executor:
+        return executor.submit(fn, *args).result()
+
+
 class RemotePipeline:
     """A pipeline living in a Serve deployment, used like the local one: ``pipe(...)``, ``pipe.method(...)``,
     ``pipe.attribute``; ``callback=`` receives the replica's progress."""
@@ -350,21 +363,24 @@ class RemotePipeline:
         return f"RemotePipeline({self._name})"
 
     def __call__(self, *args, **kwargs):
-        return self._call("__call__", args, kwargs)
+        return _outside_event_loop(self._call, "__call__", args, kwargs)
 
     def __getattr__(self, name: str):
         if name.startswith("_"):
             raise AttributeError(name)
         if name not in self._kinds:
-            self._wait_ready()
-            reply = self._handle.attribute.remote(name).result()
+            reply = _outside_event_loop(self._attribute, name)
             if reply.kind == "error":
                 raise reply.value
             self._kinds[name] = reply
         reply = self._kinds[name]
         if reply.kind == "value":
             return reply.value
-        return lambda *args, **kwargs: self._call(name, args, kwargs)
+        return lambda *args, **kwargs: _outside_event_loop(self._call, name, args, kwargs)
+
+    def _attribute(self, name: str) -> Reply:
+        self._wait_ready()
+        return self._handle.attribute.remote(name).result()
 
     def _call(self, method: str, args: tuple, kwargs: dict) -> Any:
         self._wait_ready()

@@ -4,6 +4,7 @@ same error sentences, replicas under a burst, a replica killed mid-burst, and Se
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import functools
 import subprocess
@@ -120,6 +121,19 @@ def test_tag2text_reads_the_uploaded_file_and_keeps_its_name(pool, tmp_path):
     assert remote.to_dict() == expected.to_dict()
     assert [r.name for r in remote.results] == ["red square.png", "noise.png"]
     assert steps and steps[-1][0] == steps[-1][1]
+
+
+def test_a_caller_inside_an_asyncio_loop_is_answered(pool):
+    """Serve's blocking API refuses a thread that runs an event loop (a notebook cell, an async handler, Playwright's
+    sync API in this test session); the call then runs in a worker thread."""
+    pipe = context(pool, "prax").pipeline(PRAX[1])
+
+    async def inside_a_loop():
+        return pipe(EXAMPLES, k=3, seed=0).to_dict(), pipe.name
+
+    with ThreadPoolExecutor(1) as executor:  # a thread of its own: this one may run Playwright's loop already
+        answer, name = executor.submit(asyncio.run, inside_a_loop()).result()
+    assert answer == local(*PRAX)(EXAMPLES, k=3, seed=0).to_dict() and name == local(*PRAX).name
 
 
 def test_bad_input_comes_back_as_the_in_process_sentence(pool):
