@@ -190,7 +190,7 @@ def start_deployments(pool: RayPool) -> None:
                 log.warning("serve config: %s/%s is not on this machine; it deploys on first use once its weights "
                             "are fetched (demohub download %s --weights %s)", demo.id, name, demo.id, name)
     if keys:
-        pool.deploy(keys, wait=False)
+        pool.deploy(keys)
 
 
 def main(argv: list[str] | None = None) -> None:

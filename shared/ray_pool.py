@@ -332,12 +332,6 @@ class ModelServerUnavailable(DemoHubError):
     """A call's replica died more than ``ATTEMPTS`` times, or its deployment failed to start."""
 
 
-def _replica_died() -> tuple[type[BaseException], ...]:
-    from ray.exceptions import ActorDiedError, ActorUnavailableError, RayActorError
-
-    return ActorDiedError, ActorUnavailableError, RayActorError
-
-
 def _outside_event_loop(fn, *args):
     """``fn(*args)``, in a worker thread when this thread runs an asyncio loop: Serve's blocking handle API refuses
     such a thread (a notebook cell, an async web handler, Playwright's sync API in tests)."""
@@ -386,7 +380,8 @@ class RemotePipeline:
         self._wait_ready()
         callback = kwargs.pop("callback", None)
         args, kwargs = ship(args), ship(kwargs)
-        died = _replica_died()
+        from ray.exceptions import RayActorError  # ActorDiedError, ActorUnavailableError: the replica is gone
+
         for attempt in range(1, ATTEMPTS + 1):
             try:
                 for reply in self._handle.options(stream=True).stream.remote(method, args, kwargs,
@@ -398,7 +393,7 @@ class RemotePipeline:
                     else:
                         return reply.value
                 raise ModelServerUnavailable(f"The model server for {self._name} ended a call without an answer.")
-            except died as error:
+            except RayActorError as error:
                 log.warning("%s: a replica died during a call (attempt %d of %d): %s", self._name, attempt,
                             ATTEMPTS, type(error).__name__)
                 last = error
@@ -452,14 +447,16 @@ class RayPool:
         return key in self._pipelines
 
     def get(self, key: tuple[str, str], loader=None, size_hint: int = 0) -> RemotePipeline:
+        """The key's pipeline, deployed now if it is not yet; its first call waits for the replicas to run, outside
+        this pool's lock, so one demo's slow start (minutes for 3D-MoLM) never holds up another demo's."""
         with self._lock:
             if key not in self._pipelines:
                 self.deploy([key])
             return self._pipelines[key]
 
-    def deploy(self, keys: Sequence[tuple[str, str]], wait: bool = True) -> None:
-        """Deploy (or update) the applications for ``keys`` together; ``wait=False`` returns while replicas start
-        (a first call then waits for its deployment to be running)."""
+    def deploy(self, keys: Sequence[tuple[str, str]]) -> None:
+        """Deploy (or update) the applications for ``keys`` together; returns while their replicas start (each
+        pipeline's first call waits for its application to run)."""
         from ray import serve
         from ray.serve.api import RunTarget
 
@@ -471,26 +468,23 @@ class RayPool:
             options["ray_actor_options"] = _with_env(options["ray_actor_options"])
             deployment = serve.deployment(PipelineReplica, name=f"{demo.id}-{ws.name}", **options)
             targets.append(RunTarget(deployment.bind(demo, ws), name=self.app_name(key), route_prefix=None))
-        handles = serve.run_many(targets, wait_for_applications_running=wait)
+        handles = serve.run_many(targets, wait_for_applications_running=False)
         for key, handle in zip(keys, handles, strict=True):
             name = self.app_name(key)
-            if wait:
-                self._check_running(name)
             self._pipelines[key] = RemotePipeline(handle, f"{key[0]}/{key[1]}",
                                                   wait_ready=lambda name=name: self._wait_running(name))
 
     def _wait_running(self, name: str, timeout: float = READY_TIMEOUT) -> None:
         """Block until the application is running; a sentence if it failed to start (the reason is in the log)."""
-        if name in self._ready:
-            return
         deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if self._check_running(name, final=False):
-                return
+        while name not in self._ready and not self._check_running(name):
+            if time.monotonic() > deadline:
+                raise ModelServerUnavailable(f"The model server {name} did not start within {timeout:.0f} s.")
             time.sleep(0.5)
-        raise ModelServerUnavailable(f"The model server {name} did not start within {timeout:.0f} s.")
 
-    def _check_running(self, name: str, final: bool = True) -> bool:
+    def _check_running(self, name: str) -> bool:
+        """Whether Serve says the application runs (then remembered); a sentence if it failed to start (the reason
+        goes to the log)."""
         from ray import serve
 
         app = serve.status().applications.get(name)
@@ -503,8 +497,6 @@ class RayPool:
 
             error_id = report(RuntimeError(f"{name}: {status}: {app.message}"))
             raise ModelServerUnavailable(f"The model server {name} failed to start (error id {error_id}).")
-        if final:
-            raise ModelServerUnavailable(f"The model server {name} is {status.lower()}.")
         return False
 
     def stats(self) -> RayPoolStats:
