@@ -79,7 +79,7 @@ class GeoDiffusionPipeline(Pipeline):
     @classmethod
     def from_pretrained(cls, path: str | Path, *, device: str | torch.device = "cpu",
                         dtype: torch.dtype = torch.float32) -> GeoDiffusionPipeline:
-        from diffusers import DPMSolverMultistepScheduler, StableDiffusionPipeline
+        from diffusers import StableDiffusionPipeline
         from transformers import CLIPTokenizer
 
         folder = Path(path)
@@ -98,7 +98,7 @@ class GeoDiffusionPipeline(Pipeline):
                 folder, torch_dtype=dtype, tokenizer=base_tokenizer, safety_checker=None, feature_extractor=None,
                 requires_safety_checker=False)
         if config.dataset == "coco_stuff":  # the official loader swaps in DPM-Solver++ for COCO-Stuff
-            sd.scheduler = DPMSolverMultistepScheduler.from_config(sd.scheduler.config)
+            sd.scheduler = _dpm_solver_pp(sd.scheduler.config)
         sd.set_progress_bar_config(disable=True)
         device = torch.device(device)
         sd.to(device)
@@ -202,13 +202,18 @@ class GeoDiffusionPipeline(Pipeline):
             scheduler=type(sd.scheduler).__name__)
 
 
-def _fast_sampling(sd_pipeline):
-    """The same models with DPM-Solver++ (diffusers' multistep solver), built from the checkpoint's scheduler config
-    (same noise schedule and timestep spacing)."""
+def _dpm_solver_pp(scheduler_config):
+    """DPM-Solver++ (diffusers' multistep solver) on a checkpoint's noise schedule and timestep spacing: COCO-Stuff's
+    official sampler, and fast sampling for every checkpoint."""
     from diffusers import DPMSolverMultistepScheduler
 
-    scheduler = DPMSolverMultistepScheduler.from_config(sd_pipeline.scheduler.config, algorithm_type="dpmsolver++")
-    fast = type(sd_pipeline)(**{**sd_pipeline.components, "scheduler": scheduler}, requires_safety_checker=False)
+    return DPMSolverMultistepScheduler.from_config(scheduler_config, algorithm_type="dpmsolver++")
+
+
+def _fast_sampling(sd_pipeline):
+    """The same models with DPM-Solver++, built from the checkpoint's scheduler config."""
+    fast = type(sd_pipeline)(**{**sd_pipeline.components, "scheduler": _dpm_solver_pp(sd_pipeline.scheduler.config)},
+                             requires_safety_checker=False)
     fast.set_progress_bar_config(disable=True)
     return fast
 
