@@ -37,6 +37,16 @@ def pick_device() -> str:
     return "cpu"
 
 
+def _default_dtype(device: str, cpu_dtype: str | None, gpu_dtype: str | None) -> str | None:
+    """The dtype name the policy gives a demo on ``device`` without DEMOHUB_DTYPE (no torch needed); None on a CUDA
+    GPU without the demo's ``gpu_dtype``, where bf16 or fp16 depends on the GPU."""
+    if device.startswith("cuda"):
+        return _DTYPES[gpu_dtype] if gpu_dtype else None
+    if device.startswith("mps"):
+        return "float16"
+    return _DTYPES[cpu_dtype] if cpu_dtype else "float32"
+
+
 def pick_dtype(device: str | None = None, cpu_dtype: str | None = None, gpu_dtype: str | None = None):
     """``DEMOHUB_DTYPE`` if set; else on GPU the demo's ``gpu_dtype`` or bf16 (fp16 where bf16 is unsupported),
     and on CPU fp32 unless the demo asks for ``cpu_dtype`` (a 7B model does not fit in RAM in fp32)."""
@@ -51,14 +61,10 @@ def pick_dtype(device: str | None = None, cpu_dtype: str | None = None, gpu_dtyp
         if dtype is torch.bfloat16 and (device or pick_device()).startswith("cpu"):
             _warn_if_bf16_emulated()
         return dtype
-    device = device or pick_device()
-    if device.startswith("cuda") and gpu_dtype:
-        return getattr(torch, _DTYPES[gpu_dtype])
-    if device.startswith("cuda"):
+    name = _default_dtype(device or pick_device(), cpu_dtype, gpu_dtype)
+    if name is None:
         return torch.bfloat16 if torch.cuda.is_bf16_supported() else torch.float16
-    if device.startswith("mps"):
-        return torch.float16
-    return getattr(torch, _DTYPES[cpu_dtype]) if cpu_dtype else torch.float32
+    return getattr(torch, name)
 
 
 def dtype_plan(cpu_dtype: str | None = None, gpu_dtype: str | None = None) -> str:
@@ -68,15 +74,16 @@ def dtype_plan(cpu_dtype: str | None = None, gpu_dtype: str | None = None) -> st
     forced = os.environ.get("DEMOHUB_DTYPE", "")
     if forced.lower() in _DTYPES:
         return f"{SHORT_NAMES[_DTYPES[forced.lower()]]} (DEMOHUB_DTYPE={forced})"
-    on_cpu = f"{SHORT_NAMES[_DTYPES[cpu_dtype]] if cpu_dtype else 'fp32'} on the CPU"
-    on_gpu = f"{SHORT_NAMES[_DTYPES[gpu_dtype]]} on a GPU" if gpu_dtype else "bf16 (fp16 where unsupported) on a GPU"
+    on_cpu = f"{SHORT_NAMES[_default_dtype('cpu', cpu_dtype, gpu_dtype)]} on the CPU"
+    gpu_name = _default_dtype("cuda", cpu_dtype, gpu_dtype)
+    on_gpu = f"{SHORT_NAMES[gpu_name] if gpu_name else 'bf16 (fp16 where unsupported)'} on a GPU"
     device = os.environ.get("DEMOHUB_DEVICE", "")
     if device.startswith("cpu"):
         return on_cpu
     if device.startswith("cuda"):
         return on_gpu
     if device.startswith("mps"):
-        return "fp16 on Apple's GPU (MPS)"
+        return f"{SHORT_NAMES[_default_dtype('mps', cpu_dtype, gpu_dtype)]} on Apple's GPU (MPS)"
     return f"{on_cpu}; {on_gpu}"
 
 
