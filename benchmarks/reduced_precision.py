@@ -49,11 +49,10 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from apps.tag2text.config import Tag2TextConfig  # noqa: E402
-from apps.tag2text.decoding import beam_search  # noqa: E402
 from apps.tag2text.model import Tag2Text, build_model  # noqa: E402
 from apps.tag2text.pipeline import Tag2TextPipeline, class_thresholds  # noqa: E402
 from benchmarks.common import print_table  # noqa: E402
-from benchmarks.tag2text_decode import TAGS, paired_times  # noqa: E402
+from benchmarks.tag2text_decode import paired_times, stage_calls  # noqa: E402
 from tests.fixtures.tiny_tag2text import init_random, tiny_config, write_tiny_checkpoint  # noqa: E402
 
 SEED = 0
@@ -138,33 +137,9 @@ def tiny_changes(images: int) -> dict:
     return changes(full, half, full.pixel_values(noise_pictures(images)))
 
 
-def stage_calls(pipe: Tag2TextPipeline, pixels: torch.Tensor) -> dict[str, object]:
-    """The stages of tag2text_decode.py as callables, on ``pixels`` cast to the pipeline's dtype."""
-    model, c = pipe.model, pipe.config
-    pixels = pixels.to(pipe.dtype)
-    thresholds = class_thresholds(c)
-    with torch.inference_mode():
-        embeds = model.visual_encoder(pixels)
-        tags = [TAGS] * len(pixels)
-        encoded = pipe.encode_tags(embeds, tags)
-
-    @torch.inference_mode()
-    def decode():
-        return beam_search(model.text_decoder, encoded, pipe.prompt_ids, num_beams=c.num_beams,
-                           max_length=c.max_length, min_length=c.max_length, eos_token_id=102)
-
-    return {
-        "image encoder (Swin-B)": torch.inference_mode()(lambda: model.visual_encoder(pixels)),
-        "tagging head (3,429 queries)": torch.inference_mode()(lambda: model.tag_logits(embeds)),
-        "tag encoder": torch.inference_mode()(lambda: pipe.encode_tags(embeds, tags)),
-        f"caption decoding ({c.max_length - len(pipe.prompt_ids)} steps)": decode,
-        "whole call (tags + caption)": lambda: pipe.predict_pixels(pixels, [()] * len(pixels), thresholds),
-    }
-
-
 def stage_ratios(full: Tag2TextPipeline, half: Tag2TextPipeline, pixels: torch.Tensor, repeats: int) -> dict:
     """stage -> (fp32 s, bf16 s, median fp32/bf16 ratio of alternately timed pairs)."""
-    calls_full, calls_half = stage_calls(full, pixels), stage_calls(half, pixels)
+    calls_full, calls_half = stage_calls(full, pixels, full_length=True), stage_calls(half, pixels, full_length=True)
     return {stage: paired_times(calls_full[stage], calls_half[stage], repeats) for stage in calls_full}
 
 

@@ -20,6 +20,7 @@ import os
 import statistics
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 
@@ -56,25 +57,36 @@ def paired_times(first, second, repeats: int) -> tuple[float, float, float]:
     return statistics.median(a), statistics.median(b), statistics.median(x / y for x, y in zip(a, b, strict=True))
 
 
-def stage_times(pipe: Tag2TextPipeline, pixels: torch.Tensor, repeats: int) -> dict[str, float]:
+def stage_calls(pipe: Tag2TextPipeline, pixels: torch.Tensor, full_length: bool = False) -> dict[str, Callable]:
+    """The stages of one call on ``pixels`` (cast to the pipeline's dtype) as callables. ``full_length``: decoding is
+    forced to the full max_length (min_length = max_length), so that two precisions decode the same number of steps."""
     model, c = pipe.model, pipe.config
+    pixels = pixels.to(pipe.dtype)
     thresholds = class_thresholds(c)
-    embeds = model.visual_encoder(pixels)
-    tags = [TAGS] * pixels.shape[0]
-    encoded = pipe.encode_tags(embeds, tags)
+    with torch.inference_mode():
+        embeds = model.visual_encoder(pixels)
+        tags = [TAGS] * len(pixels)
+        encoded = pipe.encode_tags(embeds, tags)
+    min_length = c.max_length if full_length else c.min_length
+    decoding = (f"caption decoding ({c.max_length - len(pipe.prompt_ids)} steps)" if full_length
+                else "caption decoding (beam search)")
 
+    @torch.inference_mode()
     def decode():
         return beam_search(model.text_decoder, encoded, pipe.prompt_ids, num_beams=c.num_beams,
-                           max_length=c.max_length, min_length=c.min_length, eos_token_id=102)
+                           max_length=c.max_length, min_length=min_length, eos_token_id=102)
 
     return {
-        "image encoder (Swin-B)": median_time(lambda: model.visual_encoder(pixels), repeats, warmup=True),
-        "tagging head (3,429 queries)": median_time(lambda: model.tag_logits(embeds), repeats, warmup=True),
-        "tag encoder": median_time(lambda: pipe.encode_tags(embeds, tags), repeats, warmup=True),
-        "caption decoding (beam search)": median_time(decode, repeats, warmup=True),
-        "whole call (tags + caption)": median_time(
-            lambda: pipe.predict_pixels(pixels, [()] * pixels.shape[0], thresholds), repeats, warmup=True),
+        "image encoder (Swin-B)": torch.inference_mode()(lambda: model.visual_encoder(pixels)),
+        "tagging head (3,429 queries)": torch.inference_mode()(lambda: model.tag_logits(embeds)),
+        "tag encoder": torch.inference_mode()(lambda: pipe.encode_tags(embeds, tags)),
+        decoding: decode,
+        "whole call (tags + caption)": lambda: pipe.predict_pixels(pixels, [()] * len(pixels), thresholds),
     }
+
+
+def stage_times(pipe: Tag2TextPipeline, pixels: torch.Tensor, repeats: int) -> dict[str, float]:
+    return {stage: median_time(call, repeats, warmup=True) for stage, call in stage_calls(pipe, pixels).items()}
 
 
 def main(argv: list[str] | None = None) -> None:
