@@ -61,28 +61,37 @@ def beam_search(
     both give the same captions. ``callback(step, total)`` follows each step (``total`` = max_length - prompt).
     """
     batch, device = encoder_states.shape[0], encoder_states.device
-    if use_cache:  # cross-attention keys/values depend only on the tag encoding: project them once
-        cross_kv = [(k.repeat_interleave(num_beams, 0), v.repeat_interleave(num_beams, 0))
-                    for k, v in decoder.cross_key_values(encoder_states)]
-        beam_states = None
-    else:
-        cross_kv, beam_states = None, encoder_states.repeat_interleave(num_beams, 0)
     prompt_len = len(prompt_ids)
     rows_total = batch * num_beams
     ids = torch.tensor(prompt_ids, device=device).expand(rows_total, -1).clone()
+    logits = past = step = None
+    if use_cache:  # cross-attention keys/values depend only on the tag encoding: project them once
+        per_image = decoder.cross_key_values(encoder_states)
+        cross_kv = [(k.repeat_interleave(num_beams, 0), v.repeat_interleave(num_beams, 0)) for k, v in per_image]
+        beam_states = None
+        # every beam of an image starts from the same prompt: run it once per image, then give each beam a copy
+        # of its keys/values (in a cache preallocated for the whole caption, written in place at each step)
+        prompt_cache = decoder.new_cache(batch, max_length, encoder_states)
+        logits, _ = decoder(ids[::num_beams], per_image, prompt_cache)
+        logits, past = logits.repeat_interleave(num_beams, 0), prompt_cache.repeat_rows(num_beams)
+        step = decoder.caption_step()  # one token per row from now on
+    else:
+        cross_kv, beam_states = None, encoder_states.repeat_interleave(num_beams, 0)
     beam_scores = torch.zeros(batch, num_beams, device=device)
     beam_scores[:, 1:] = -1e9  # all beams start identical: only the first may expand at step one
     beam_scores = beam_scores.view(-1)
     hyps = [_Hypotheses(num_beams) for _ in range(batch)]
     done = [False] * batch
-    # keys/values of every step written in place into one preallocated cache (reordered as beams are kept)
-    past = decoder.new_cache(rows_total, max_length, encoder_states) if use_cache else None
     total_steps = max_length - prompt_len
     while True:
         cur_len = ids.shape[1]
-        new_ids = ids if past is None or past.length == 0 else ids[:, -1:]
-        logits, _ = decoder(new_ids, cross_kv, past, beam_states)
+        if logits is None:  # (the prompt's come from above)
+            if step is not None:
+                logits = step(ids[:, -1:], cross_kv, past)
+            else:  # no cache: the whole prefix again; a cache but no fused projection: the general forward
+                logits, _ = decoder(ids if past is None else ids[:, -1:], cross_kv, past, beam_states)
         logprobs = torch.log_softmax(logits.float(), dim=-1)
+        logits = None
         if cur_len < min_length:
             logprobs[:, eos_token_id] = float("-inf")
         vocab = logprobs.shape[-1]
@@ -114,7 +123,7 @@ def beam_search(
         beam_scores = torch.tensor(next_scores, device=device)
         ids = torch.cat([ids[rows], torch.tensor(next_tokens, device=device).view(-1, 1)], dim=1)
         if past is not None:
-            past.reorder(rows)
+            past.reorder(next_rows)
         if callback is not None:
             callback(ids.shape[1] - prompt_len, total_steps)
         if all(done) or ids.shape[1] >= max_length:

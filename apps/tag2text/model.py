@@ -96,8 +96,7 @@ class Tag2Text(nn.Module):
 
     def tag_logits(self, image_embeds: torch.Tensor) -> torch.Tensor:
         """(B, T, vision_width) image tokens -> (B, num_tags) logits."""
-        queries = self.label_embed.weight.unsqueeze(0).expand(image_embeds.shape[0], -1, -1)  # (B, num_tags, hidden)
-        return self.fc(self.tagging_head(queries, image_embeds))  # (B, num_tags, hidden) -> (B, num_tags)
+        return self.fc(self.tagging_head(self.label_embed.weight, image_embeds))  # (B, num_tags, hidden) -> logits
 
     def encode_tags(self, input_ids, attention_mask, image_embeds) -> torch.Tensor:
         """(B, L) tag-text tokens cross-attending to (B, T, vision_width) image tokens -> (B, L, hidden)."""

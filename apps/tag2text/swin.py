@@ -11,6 +11,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from apps.tag2text.reuse import Derived, gelu_
+
 
 def window_partition(x: torch.Tensor, ws: int) -> torch.Tensor:
     """(B, H, W, C) -> (B * H/ws * W/ws, ws*ws, C): non-overlapping ws x ws windows, row-major."""
@@ -75,23 +77,34 @@ class WindowAttention(nn.Module):
         self.register_buffer("relative_position_index", relative_position_index(window_size))
         self.qkv = nn.Linear(dim, dim * 3)
         self.proj = nn.Linear(dim, dim)
+        self._bias = Derived()
 
     def reset_buffers(self) -> None:
         self.relative_position_index = relative_position_index(self.window_size).to(self.qkv.weight.device)
+
+    def attention_bias(self, mask: torch.Tensor | None) -> torch.Tensor:
+        """The relative position bias, (1, heads, N, N), plus the shifted-window ``mask`` (-100 between tokens from
+        different image regions) when given: (nW, heads, N, N). The same for every image: computed once per weights."""
+        def compute() -> torch.Tensor:
+            n = self.window_size ** 2
+            bias = self.relative_position_bias_table[self.relative_position_index.view(-1)].view(n, n, -1)
+            bias = bias.permute(2, 0, 1).unsqueeze(0)  # (N, N, heads) -> (1, heads, N, N)
+            return (bias if mask is None else bias + mask.unsqueeze(1).to(bias.dtype)).contiguous()
+
+        masks = () if mask is None else (mask,)
+        return self._bias.get(compute, self.relative_position_bias_table, self.relative_position_index, *masks)
 
     def forward(self, x: torch.Tensor, mask: torch.Tensor | None) -> torch.Tensor:
         """(B*nW, N, C) tokens of nW windows per image (N = window_size^2) -> (B*nW, N, C); ``mask`` (nW, N, N)."""
         bw, n, c = x.shape
         # (B*nW, N, 3C) -> 3 x (B*nW, heads, N, head_dim)
         q, k, v = self.qkv(x).reshape(bw, n, 3, self.num_heads, c // self.num_heads).permute(2, 0, 3, 1, 4)
-        bias = self.relative_position_bias_table[self.relative_position_index.view(-1)].view(n, n, -1)  # (N, N, heads)
-        bias = bias.permute(2, 0, 1).unsqueeze(0).to(q.dtype)  # (1, heads, N, N), the same for every window
+        bias = self.attention_bias(mask).to(q.dtype)
         if mask is None:  # softmax(q k^T * scale + bias) v in one kernel: (B*nW, heads, N, head_dim)
             out = F.scaled_dot_product_attention(q, k, v, attn_mask=bias, scale=self.scale)
-        else:  # shifted windows: -100 between tokens from different image regions, per window: (nW, heads, N, N)
+        else:  # shifted windows: a bias per window
             nw = mask.shape[0]
-            window_bias = bias + mask.unsqueeze(1).to(q.dtype)
-            parts = [F.scaled_dot_product_attention(q[i:i + nw], k[i:i + nw], v[i:i + nw], attn_mask=window_bias,
+            parts = [F.scaled_dot_product_attention(q[i:i + nw], k[i:i + nw], v[i:i + nw], attn_mask=bias,
                                                     scale=self.scale) for i in range(0, bw, nw)]  # image by image
             out = parts[0] if len(parts) == 1 else torch.cat(parts)
         return self.proj(out.transpose(1, 2).reshape(bw, n, c))  # (B*nW, heads, N, head_dim) -> (B*nW, N, C)
@@ -100,10 +113,10 @@ class WindowAttention(nn.Module):
 class Mlp(nn.Module):
     def __init__(self, dim: int, hidden: int):
         super().__init__()
-        self.fc1, self.act, self.fc2 = nn.Linear(dim, hidden), nn.GELU(), nn.Linear(hidden, dim)
+        self.fc1, self.fc2 = nn.Linear(dim, hidden), nn.Linear(hidden, dim)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return self.fc2(self.act(self.fc1(x)))
+        return self.fc2(gelu_(self.fc1(x)))
 
 
 class SwinTransformerBlock(nn.Module):

@@ -11,6 +11,7 @@ import torch
 from apps.tag2text.bert import KVCache
 from apps.tag2text.decoding import beam_search
 from apps.tag2text.model import build_model
+from apps.tag2text.reuse import gelu_
 from apps.tag2text.swin import shifted_window_mask, window_partition, window_reverse
 from tests.fixtures.tiny_tag2text import init_random, tiny_config
 
@@ -106,7 +107,7 @@ def test_kv_cache_grows_and_reorders_like_concatenation(model):
     with torch.inference_mode():
         cache = dec.new_cache(3, 2, enc)  # capacity 2: must grow while decoding 9 tokens
         _, cache = dec(ids[:, :4], cross, cache)
-        rows = torch.tensor([2, 0, 0])  # beams 0 and 1 continue beam 0, beam 2 beam 2: reorder everything
+        rows = [2, 0, 0]  # beams 0 and 1 continue beam 0, beam 2 beam 2: reorder everything
         cache.reorder(rows)
         ids = torch.cat([ids[rows, :4], ids[:, 4:]], dim=1)
         cross = [(k[rows], v[rows]) for k, v in cross]
@@ -189,3 +190,97 @@ def test_predict_pixels_is_what_the_call_returns(tiny_pipe, two_images):
                                     class_thresholds(tiny_pipe.config))
     assert [p.caption for p in pred] == [r.caption for r in out]
     assert [p.tags for p in pred] == [r.tag_names for r in out]
+
+
+def test_the_caption_step_is_the_forward_pass_bit_for_bit(model):
+    dec = model.text_decoder
+    dec.fuse_qkv()
+    gen = torch.Generator().manual_seed(5)
+    enc = torch.randn(3, 6, 32, generator=gen)
+    cross = dec.cross_key_values(enc)
+    ids = torch.randint(1000, 2000, (3, 7), generator=gen)
+    with torch.inference_mode():
+        general, fast = dec.new_cache(3, 4, enc), dec.new_cache(3, 4, enc)  # capacity 4 < 7: both must grow
+        dec(ids[:, :3], cross, general)
+        dec(ids[:, :3], cross, fast)
+        step = dec.caption_step()
+        for t in range(3, 7):
+            expected, _ = dec(ids[:, t:t + 1], cross, general)
+            assert torch.equal(step(ids[:, t:t + 1], cross, fast), expected)
+    assert fast.length == general.length == 7
+    assert torch.equal(fast.keys[..., :7, :], general.keys[..., :7, :])
+    assert torch.equal(fast.values[..., :7, :], general.values[..., :7, :])
+
+
+def test_the_caption_step_needs_the_fused_projection(model):
+    dec = model.text_decoder
+    assert dec.caption_step() is None  # not fused: beam search steps through forward
+    dec.fuse_qkv()
+    assert dec.caption_step() is not None
+    dec.to(torch.float64)  # new Parameters: no longer the fused views
+    assert dec.caption_step() is None
+
+
+def test_weights_loaded_after_a_call_replace_the_cached_bias_and_label_queries(model):
+    """Swin's attention bias and the tagging head's first queries are computed once per weights: loading other
+    weights (in place, or as new tensors) must give exactly the other model's outputs."""
+    pixels = torch.randn(2, 3, 64, 64, generator=torch.Generator().manual_seed(3))
+    with torch.inference_mode():
+        first = model(pixels)  # caches filled from the first weights
+        for seed, assign in ((9, False), (11, True)):
+            other = init_random(build_model(tiny_config()), seed=seed, std=0.2)
+            model.load_state_dict(other.state_dict(), assign=assign)
+            model.tie_weights()
+            got, want = model(pixels), other(pixels)
+            assert all(torch.equal(a, b) for a, b in zip(got, want, strict=True))
+            assert not torch.equal(got[0], first[0])
+
+
+def test_with_autograd_on_nothing_is_cached_and_gradients_reach_the_weights(model):
+    pixels = torch.randn(1, 3, 64, 64, generator=torch.Generator().manual_seed(4))
+    with torch.inference_mode():
+        model(pixels)  # caches filled
+    logits, _ = model(pixels)
+    logits.sum().backward()
+    attention = model.visual_encoder.layers[0].blocks[1].attn  # a shifted block: bias + mask
+    assert attention.relative_position_bias_table.grad.abs().sum() > 0
+    assert model.tagging_head.encoder.layer[0].crossattention.self.query.weight.grad.abs().sum() > 0
+    assert model.label_embed.weight.grad.abs().sum() > 0
+
+
+def test_gelu_in_place_is_gelu():
+    x = torch.randn(64, 96, generator=torch.Generator().manual_seed(6)) * 3
+    with torch.no_grad():
+        out = gelu_(x.clone())
+    assert torch.equal(out, torch.nn.functional.gelu(x))
+    y = x.clone().requires_grad_()
+    gelu_(y).sum().backward()  # autograd on: not in place, so backward has its input
+    assert y.grad is not None and torch.equal(x, y.detach())
+
+
+@pytest.mark.parametrize("rows", [[0, 1, 2], [0, 0, 1], [1, 2, 0], [2, 2, 2]])
+def test_reorder_moves_rows_as_a_gather_would(rows):
+    cache = KVCache(layers=2, rows=3, heads=2, head_size=4, capacity=6, like=torch.zeros(1))
+    cache.keys.normal_(generator=torch.Generator().manual_seed(7))
+    cache.values.normal_(generator=torch.Generator().manual_seed(8))
+    cache.length = 5
+    keys, values = cache.keys.clone(), cache.values.clone()
+    cache.reorder(rows)
+    assert torch.equal(cache.keys[:, :, :, :5], keys[:, rows, :, :5])
+    assert torch.equal(cache.values[:, :, :, :5], values[:, rows, :, :5])
+
+
+def test_one_prompt_per_image_gives_each_beam_a_copy_of_its_cache(model):
+    dec = model.text_decoder
+    enc = torch.randn(2, 6, 32, generator=torch.Generator().manual_seed(9))
+    prompt = torch.tensor([[30522, 1037, 3861, 1997]] * 2)
+    with torch.inference_mode():
+        once = dec.new_cache(2, 10, enc)
+        logits, _ = dec(prompt, dec.cross_key_values(enc), once)
+        beams = once.repeat_rows(3)
+        each, _ = dec(prompt.repeat_interleave(3, 0), dec.cross_key_values(enc.repeat_interleave(3, 0)))
+    assert beams.length == 4 and beams.keys.shape[1] == 6 and beams.keys.shape[3] == 10  # room for the caption
+    for row in range(6):
+        assert torch.equal(beams.keys[:, row, :, :4], once.keys[:, row // 3, :, :4])
+        assert torch.equal(beams.values[:, row, :, :4], once.values[:, row // 3, :, :4])
+    assert torch.allclose(logits.repeat_interleave(3, 0), each, atol=1e-5)
