@@ -25,13 +25,6 @@ def padding_bias(mask: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
     return (1.0 - mask[:, None, None, :].to(dtype)) * MASKED
 
 
-def dense_add_norm(block: nn.Module, hidden: torch.Tensor, residual: torch.Tensor) -> torch.Tensor:
-    """LayerNorm(dense(hidden) + residual) with ``block``'s ``dense`` and ``LayerNorm`` (BERT's output blocks)."""
-    dense, norm = block.dense, block.LayerNorm
-    x = F.linear(hidden, dense.weight, dense.bias) + residual
-    return F.layer_norm(x, norm.normalized_shape, norm.weight, norm.bias, norm.eps)
-
-
 class BertEmbeddings(nn.Module):
     def __init__(self, cfg: BertSize):
         super().__init__()
@@ -192,7 +185,7 @@ class BertSelfOutput(nn.Module):
         self.LayerNorm = nn.LayerNorm(cfg.hidden_size, eps=cfg.layer_norm_eps)
 
     def forward(self, hidden: torch.Tensor, residual: torch.Tensor) -> torch.Tensor:
-        return dense_add_norm(self, hidden, residual)
+        return self.LayerNorm(self.dense(hidden) + residual)
 
 
 class BertAttention(nn.Module):
@@ -222,7 +215,7 @@ class BertOutput(nn.Module):
         self.LayerNorm = nn.LayerNorm(cfg.hidden_size, eps=cfg.layer_norm_eps)
 
     def forward(self, hidden: torch.Tensor, residual: torch.Tensor) -> torch.Tensor:
-        return dense_add_norm(self, hidden, residual)
+        return self.LayerNorm(self.dense(hidden) + residual)
 
 
 class BertLayer(nn.Module):

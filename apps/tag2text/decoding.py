@@ -85,7 +85,7 @@ def beam_search(
     total_steps = max_length - prompt_len
     while True:
         cur_len = ids.shape[1]
-        if logits is None:  # (the prompt's come from above)
+        if logits is None:  # (the prompt's logits were computed above)
             if step is not None:
                 logits = step(ids[:, -1:], cross_kv, past)
             else:  # no cache: the whole prefix again; a cache but no fused projection: the general forward
