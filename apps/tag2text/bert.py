@@ -14,7 +14,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from apps.tag2text.config import BertSize
-from apps.tag2text.reuse import Derived, gelu_
+from apps.tag2text.reuse import derived, gelu_
 
 # The official code adds -10000 at masked positions; kept so padded tags behave the same.
 MASKED = -10000.0
@@ -273,14 +273,13 @@ class TaggingHead(nn.Module):
     def __init__(self, cfg: BertSize, encoder_width: int):
         super().__init__()
         self.encoder = BertEncoder(cfg, encoder_width, self_attention=False)
-        self._first_queries = Derived()
 
     def first_queries(self, labels: torch.Tensor) -> torch.Tensor:
         """The first layer's cross-attention queries, (1, heads, num_tags, head_size): they project the label
         embeddings alone, so they are the same for every image and computed once per weights."""
         attn = self.encoder.layer[0].crossattention.self
-        return self._first_queries.get(lambda: attn.heads(attn.query(labels.unsqueeze(0))),
-                                       labels, attn.query.weight, attn.query.bias)
+        return derived(self, "first_queries_cache", lambda: attn.heads(attn.query(labels.unsqueeze(0))),
+                       labels, attn.query.weight, attn.query.bias)
 
     def forward(self, labels: torch.Tensor, image_embeds: torch.Tensor) -> torch.Tensor:
         """(num_tags, hidden) label embeddings (the queries), (B, T, vision_width) image tokens -> (B, num_tags,

@@ -20,7 +20,7 @@ from torch import nn
 
 from apps.tag2text.bert import BertLMHeadModel, BertModel, TaggingHead
 from apps.tag2text.config import Tag2TextConfig
-from apps.tag2text.swin import SwinTransformer
+from apps.tag2text.swin import SwinTransformer, SwinTransformerBlock
 
 TIED_PARTS = ("crossattention", "intermediate", "output")
 
@@ -69,6 +69,16 @@ class Tag2Text(nn.Module):
         for layer in [*self.tag_encoder.encoder.layer, *self.text_decoder.bert.encoder.layer]:
             if not layer.attention.self.is_fused():
                 layer.attention.self.fuse_qkv()
+
+    def prepare_for_inference(self) -> None:
+        """``fuse_qkv``, then compute the tensors derived from weights alone (Swin's attention biases, the tagging
+        head's first-layer queries; ``apps.tag2text.reuse``), so that memory estimates count them from the start."""
+        self.fuse_qkv()
+        with torch.inference_mode():
+            for block in self.visual_encoder.modules():
+                if isinstance(block, SwinTransformerBlock):
+                    block.attn.attention_bias(block.attn_mask)
+            self.tagging_head.first_queries(self.label_embed.weight)
 
     def tied_aliases(self) -> dict[str, str]:
         """state_dict key -> the key of the tensor it shares storage with (the canonical name)."""

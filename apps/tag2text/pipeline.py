@@ -132,7 +132,7 @@ class Tag2TextPipeline(Pipeline):
                  dtype: torch.dtype = torch.float32, weights_file: Path | None = None, batch_size: int = 8):
         self.device, self.dtype = torch.device(device), dtype
         self.model = model.to(device=self.device, dtype=dtype).eval()
-        self.model.fuse_qkv()  # after the move: moving or casting replaces the Parameters the fusion made views of
+        self.model.prepare_for_inference()  # after the move: moving or casting replaces what it fuses and derives
         self.batch_size = batch_size  # images per forward pass: bounds memory for big uploads
         self.config: Tag2TextConfig = model.config
         self.tokenizer = tokenizer or load_tokenizer()

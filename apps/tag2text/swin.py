@@ -11,7 +11,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from apps.tag2text.reuse import Derived, gelu_
+from apps.tag2text.reuse import derived, gelu_
 
 
 def window_partition(x: torch.Tensor, ws: int) -> torch.Tensor:
@@ -77,7 +77,6 @@ class WindowAttention(nn.Module):
         self.register_buffer("relative_position_index", relative_position_index(window_size))
         self.qkv = nn.Linear(dim, dim * 3)
         self.proj = nn.Linear(dim, dim)
-        self._bias = Derived()
 
     def reset_buffers(self) -> None:
         self.relative_position_index = relative_position_index(self.window_size).to(self.qkv.weight.device)
@@ -92,7 +91,8 @@ class WindowAttention(nn.Module):
             return (bias if mask is None else bias + mask.unsqueeze(1).to(bias.dtype)).contiguous()
 
         masks = () if mask is None else (mask,)
-        return self._bias.get(compute, self.relative_position_bias_table, self.relative_position_index, *masks)
+        return derived(self, "attention_bias_cache", compute, self.relative_position_bias_table,
+                       self.relative_position_index, *masks)
 
     def forward(self, x: torch.Tensor, mask: torch.Tensor | None) -> torch.Tensor:
         """(B*nW, N, C) tokens of nW windows per image (N = window_size^2) -> (B*nW, N, C); ``mask`` (nW, N, N)."""

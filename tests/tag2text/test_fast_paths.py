@@ -284,3 +284,17 @@ def test_one_prompt_per_image_gives_each_beam_a_copy_of_its_cache(model):
         assert torch.equal(beams.keys[:, row, :, :4], once.keys[:, row // 3, :, :4])
         assert torch.equal(beams.values[:, row, :, :4], once.values[:, row // 3, :, :4])
     assert torch.allclose(logits.repeat_interleave(3, 0), each, atol=1e-5)
+
+
+def test_a_loaded_pipeline_holds_its_derived_tensors_from_the_start(tiny_pipe, two_images):
+    """Memory estimates count the derived tensors (non-persistent buffers) before the first call, and a call does
+    not grow them; no state_dict holds them."""
+    from shared.pool import estimate_bytes
+
+    names = {name for name, _ in tiny_pipe.model.named_buffers()}
+    assert any(name.endswith("attn.attention_bias_cache") for name in names)
+    assert "tagging_head.first_queries_cache" in names
+    assert not any(key.endswith("_cache") for key in tiny_pipe.model.state_dict())
+    before = estimate_bytes(tiny_pipe)
+    tiny_pipe(list(two_images))
+    assert estimate_bytes(tiny_pipe) == before
