@@ -73,7 +73,7 @@ class GeoDiffusionPipeline(Pipeline):
         self.dtype = dtype
         # One diffusers pipeline per sampler, sharing the models; each has its own scheduler, whose state a call
         # changes, so the lock still serialises calls (scheduler state, hooks on the shared UNet).
-        self.samplers = {"default": sd_pipeline, "fast": _fast_sampling(sd_pipeline)}
+        self.samplers = {"default": sd_pipeline, "fast": fast_sampling(sd_pipeline)}
         self._lock = threading.Lock()
 
     @classmethod
@@ -210,8 +210,9 @@ def _dpm_solver_pp(scheduler_config):
     return DPMSolverMultistepScheduler.from_config(scheduler_config, algorithm_type="dpmsolver++")
 
 
-def _fast_sampling(sd_pipeline):
-    """The same models with DPM-Solver++, built from the checkpoint's scheduler config."""
+def fast_sampling(sd_pipeline):
+    """The same models with DPM-Solver++, built from the checkpoint's scheduler config (what a request with
+    sampler="fast" runs; benchmarks/gpu_check.py times it too)."""
     fast = type(sd_pipeline)(**{**sd_pipeline.components, "scheduler": _dpm_solver_pp(sd_pipeline.scheduler.config)},
                              requires_safety_checker=False)
     fast.set_progress_bar_config(disable=True)
