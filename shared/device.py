@@ -157,17 +157,12 @@ def cpu_bf16_support() -> Bf16Support:
     return Bf16Support(native_bf16_features(cpu_flags() or _torch_cpu_flags()))
 
 
-_warned_emulated_bf16 = False
-
-
+@functools.cache
 def _warn_if_bf16_emulated() -> None:
     """Log once per process when the operator forces bf16 on a CPU that emulates it (it still runs, only slower)."""
-    global _warned_emulated_bf16
-    if _warned_emulated_bf16 or cpu_bf16_support().native:
-        return
-    _warned_emulated_bf16 = True
-    log.warning("DEMOHUB_DTYPE=bf16 on a CPU without native bf16 (no AVX512-BF16, AMX-BF16 or Arm BF16): bf16 is "
-                "emulated here and slower than fp32; unset DEMOHUB_DTYPE to run in fp32.")
+    if not cpu_bf16_support().native:
+        log.warning("DEMOHUB_DTYPE=bf16 on a CPU without native bf16 (no AVX512-BF16, AMX-BF16 or Arm BF16): bf16 "
+                    "is emulated here and slower than fp32; unset DEMOHUB_DTYPE to run in fp32.")
 
 
 _slots: dict[str, threading.BoundedSemaphore] = {}

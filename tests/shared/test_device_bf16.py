@@ -64,7 +64,7 @@ def test_summary_lines():
 def emulating_cpu(monkeypatch):
     """This process believes its CPU emulates bf16, and has not warned yet."""
     monkeypatch.setattr(device, "cpu_bf16_support", lambda: Bf16Support(()))
-    monkeypatch.setattr(device, "_warned_emulated_bf16", False)
+    device._warn_if_bf16_emulated.cache_clear()  # not warned yet in this process
 
 
 def test_forced_bf16_on_an_emulating_cpu_warns_once_and_still_runs_bf16(emulating_cpu, monkeypatch, caplog):
@@ -88,7 +88,7 @@ def test_no_warning_where_bf16_is_not_forced_on_the_cpu(emulating_cpu, monkeypat
 
 def test_no_warning_on_a_native_cpu(monkeypatch, caplog):
     monkeypatch.setattr(device, "cpu_bf16_support", lambda: Bf16Support(("amx_bf16",)))
-    monkeypatch.setattr(device, "_warned_emulated_bf16", False)
+    device._warn_if_bf16_emulated.cache_clear()  # not warned yet in this process
     monkeypatch.setenv("DEMOHUB_DTYPE", "bfloat16")
     with caplog.at_level(logging.WARNING, logger="demohub"):
         assert device.pick_dtype("cpu") is torch.bfloat16
