@@ -42,13 +42,14 @@ PRESETS = {
     "semicolon-separated codes": [("a1;b2", "+"), ("c3;d4;e5", "+"), ("a1,b2", "-"), ("a1", "+")],
 }
 
-# ---------------------------------------------------------------- checks (run before a model event is queued)
-
-
 
 def precision_note() -> str:
     """The settings' line on precision (torch is not imported: the hub starts without it)."""
     return device.precision_note(DEMO.cpu_dtype, DEMO.gpu_dtype, BF16_TRADE_OFF)
+
+
+# ---------------------------------------------------------------- checks (run before a model event is queued)
+
 
 def check_weights(name: str | None, argument: str = "weights") -> None:
     try:
