@@ -154,13 +154,14 @@ def launch(settings: ServeSettings | None = None, *, prevent_thread_lock: bool =
         start_deployments(pool)
     pool = pool or default_pool()
     hub = build_hub(pool, settings)
-    if not pool.computes_here and not prevent_thread_lock:
+    closes_ray = not pool.computes_here and not prevent_thread_lock  # a blocking launch owns the RayPool's lifetime
+    if closes_ray:
         stop_on_sigterm()  # a service manager's stop closes the hub the way Ctrl-C does, and Ray with it
     try:
         result = serving.launch(hub, settings, stats=lambda: pool.stats().as_dict(),
                                 prevent_thread_lock=prevent_thread_lock, footer_links=["api", "settings"], **look())
     finally:
-        if not prevent_thread_lock and not pool.computes_here:
+        if closes_ray:
             pool.close()
     return hub, result
 
