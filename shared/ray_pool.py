@@ -216,7 +216,8 @@ class ShippedFile:
 
 @dataclass(frozen=True)
 class Reply:
-    """One message of a replica's answer stream: ("progress", (step, total)), ("result", value) or ("error", e)."""
+    """One message from a replica: in a call's stream ("progress", (step, total)), then ("result", value) or ("error",
+    e); for an attribute ("method", None) or ("value", v). ("crash", e) never leaves the replica: it is raised there."""
 
     kind: str
     value: Any
