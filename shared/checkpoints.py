@@ -38,7 +38,7 @@ def load_torch_checkpoint(path: str | Path, safe_globals: tuple = ()):
             "(weights_only loading). Only use checkpoints from the official repository."
         ) from error
     except (RuntimeError, EOFError, OSError, ValueError) as error:
-        raise CheckpointError(_corrupt(path, error)) from error
+        raise CheckpointError(_corrupt(path)) from error
 
 
 def load_torch_state(path: str | Path, key: str | None = None, safe_globals: tuple = ()) -> dict:
@@ -66,7 +66,7 @@ def load_safetensors(path: str | Path) -> dict:
     try:
         return load_file(str(path))
     except (SafetensorError, OSError, ValueError, RuntimeError) as error:
-        raise CheckpointError(_corrupt(path, error)) from error
+        raise CheckpointError(_corrupt(path)) from error
 
 
 def converted_path(source: str | Path, suffix: str = ".safetensors") -> Path:
@@ -104,6 +104,6 @@ def _is_zip(path: Path) -> bool:
         return f.read(4) == b"PK\x03\x04"
 
 
-def _corrupt(path: Path, error: BaseException) -> str:
-    return (f"{path.name} is truncated or corrupt ({type(error).__name__}). Delete it and download it again "
-            f"(`demohub download ...`).")
+def _corrupt(path: Path) -> str:
+    """The visitor's sentence (the library's error is its cause: the log has it under the error id)."""
+    return f"{path.name} is truncated or corrupt. Delete it and download it again (`demohub download ...`)."

@@ -9,6 +9,7 @@ import re
 from dataclasses import dataclass
 
 from shared.errors import UserInputError
+from shared.validation import kind_of
 
 NUM_MOL_TOKENS = 8
 MOL_TOKEN = "<mol>"
@@ -62,7 +63,7 @@ def get_task(task: str | None, question: str | None) -> Task:
     if not task:
         return TASKS["description"] if isinstance(question, str) and question.strip() else TASKS["caption"]
     if not isinstance(task, str):
-        raise UserInputError(f"The task must be text (one of: {', '.join(TASKS)}), not {type(task).__name__}.")
+        raise UserInputError(f"The task must be text (one of: {', '.join(TASKS)}), not {kind_of(task)}.")
     for t in TASKS.values():
         if task.strip().lower() in (t.key, t.label.lower()):
             return t

@@ -52,6 +52,7 @@ import numpy as np
 from PIL import Image, ImageOps, UnidentifiedImageError
 
 from shared.errors import UserInputError
+from shared.validation import kind_of
 
 MEAN = np.array([0.485, 0.456, 0.406], dtype=np.float32)
 STD = np.array([0.229, 0.224, 0.225], dtype=np.float32)
@@ -320,7 +321,8 @@ def _image_array(array: np.ndarray, name: str) -> np.ndarray:
 
 
 def _not_an_image_type(source: Any, name: str) -> UserInputError:
-    return UserInputError(f"{name} is a {type(source).__name__}; give an image file, a PIL image or a numpy array.")
+    return UserInputError(f"{name} is {kind_of(source)}, not an image; give an image file, a PIL image or a numpy "
+                          "array.")
 
 
 def _check_pixels(size: tuple[int, int], name: str) -> None:
