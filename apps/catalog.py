@@ -7,7 +7,12 @@ from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
+from shared.errors import UserInputError
+from shared.validation import kind_of
+
 CATALOG_PATH = Path(__file__).with_name("catalog.json")
+MAX_QUERY_CHARS = 200
+MAX_QUERY_WORDS = 20
 
 
 @dataclass(frozen=True)
@@ -35,9 +40,26 @@ def load_catalog() -> tuple[CatalogEntry, ...]:
     return tuple(CatalogEntry(**{k: v for k, v in row.items() if k in fields}) for row in rows)
 
 
-def search(query: str = "", only_demos: bool = False) -> list[CatalogEntry]:
-    """Entries whose title or abstract contains every word of ``query`` (case-insensitive)."""
+def check_query(query: str | None = "", only_demos: bool = False) -> list[str]:
+    """The query's words, lowercased; ``UserInputError`` for a query that is not text, too long or too many words,
+    or an ``only_demos`` that is not true/false."""
+    query = "" if query is None else query
+    if not isinstance(query, str):
+        raise UserInputError(f"The search must be text, not {kind_of(query)}.", argument="query")
+    if len(query) > MAX_QUERY_CHARS:
+        raise UserInputError(f"The search is {len(query):,} characters long; the limit is {MAX_QUERY_CHARS}.",
+                             argument="query")
     words = query.lower().split()
+    if len(words) > MAX_QUERY_WORDS:
+        raise UserInputError(f"The search has {len(words)} words; use at most {MAX_QUERY_WORDS}.", argument="query")
+    if not isinstance(only_demos, bool):
+        raise UserInputError(f"only_demos must be true or false, not {kind_of(only_demos)}.", argument="only_demos")
+    return words
+
+
+def search(query: str = "", only_demos: bool = False) -> list[CatalogEntry]:
+    """Entries whose title or abstract contains every word of ``query`` (case-insensitive); checked first."""
+    words = check_query(query, only_demos)
     return [
         e for e in load_catalog()
         if (not only_demos or e.demo) and all(w in f"{e.title} {e.abstract}".lower() for w in words)

@@ -22,13 +22,26 @@ LIBRARIES = ("torch", "gradio", "gradio_client", "streamlit", "transformers", "h
              "diffusers", "rdkit", "peft", "numpy", "pillow", "regex", "ray")  # ray: optional, `serve --ray`
 
 
+STREAMLIT_NO_LOGIN = ("demohub: the Streamlit hub has no login of its own, so it would serve every demo without the "
+                      "--auth you gave. Serve the Gradio hub with --auth (demohub serve --auth ...), or put the "
+                      "Streamlit hub behind a reverse proxy that asks for the login.")
+STREAMLIT_PUBLIC = ("demohub: warning: the Streamlit hub checks every input and bounds long work as the Gradio hub "
+                    "does, but has none of its queue, session, body-size or connection limits; on an address others "
+                    "can reach, put it behind a reverse proxy with limits (README, \"Deploying publicly\").")
+
+
 def cmd_serve(args: argparse.Namespace) -> int:
-    from apps.settings import from_args
+    from apps.settings import from_args, is_loopback
 
     settings = from_args(args)
     if args.streamlit and settings.ray:
         print("demohub: --ray serves the Gradio hub; the Streamlit hub runs its models in process.", file=sys.stderr)
         return 2
+    if args.streamlit and settings.auth:
+        print(STREAMLIT_NO_LOGIN, file=sys.stderr)
+        return 2
+    if args.streamlit and not is_loopback(settings.host):
+        print(STREAMLIT_PUBLIC, file=sys.stderr)
     if args.streamlit:
         app = Path(__file__).with_name("streamlit_hub.py")
         # The Streamlit process reads the decided download rule from its environment (apps/streamlit_ui.py).

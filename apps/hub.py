@@ -103,12 +103,18 @@ def catalog(query: str = "", only_demos: bool = False) -> list[dict]:
     """Search the catalog of ICLR 2024 papers: those whose title or abstract contains every word of the query.
 
     Args:
-        query: words to look for, any case (e.g. "diffusion layout"); default "" lists every paper (36).
+        query: words to look for, any case (e.g. "diffusion layout"), at most 200 characters and 20 words; default
+            "" lists every paper (36).
         only_demos: true keeps only the papers with a live demo on this hub; default false.
     Returns:
         [{"id", "title", "abstract", "arxiv_id", "url" (arXiv), "code_url", "demo" (its id on this hub, or null)}]
     """
     return [e.as_dict() for e in papers.search(query, only_demos)]
+
+
+def check_catalog(query: str = "", only_demos: bool = False) -> None:
+    """The catalog search's check (parameter names = the endpoint's): bounded text, true/false."""
+    papers.check_query(query, only_demos)
 
 
 def build_hub(pool: ModelPool | None = None, settings: ServeSettings | None = None) -> gr.Blocks:
@@ -124,13 +130,13 @@ def build_hub(pool: ModelPool | None = None, settings: ServeSettings | None = No
         cards = gr.HTML()
         gr.Markdown("## ICLR 2024 catalog")
         with gr.Row():
-            query = gr.Textbox(label="Search titles and abstracts", scale=4)
+            query = gr.Textbox(label="Search titles and abstracts", scale=4, max_length=papers.MAX_QUERY_CHARS)
             only_demos = gr.Checkbox(label="Only papers with a demo", value=False, scale=1)
         listing = gr.HTML(catalog_html(papers.search()))
         for trigger in (query.submit, only_demos.change):
             trigger(lambda q, o: catalog_html(papers.search(q, o)), [query, only_demos], listing,
-                    api_visibility="private")
-        ui.api(catalog, api_name="catalog")
+                    api_visibility="private", validator=ui.validator(check_catalog))
+        ui.api(catalog, api_name="catalog", check=check_catalog)
 
     for page in pages:
         with hub.route(page.demo.id, f"/{page.demo.id}"):

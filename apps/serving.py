@@ -31,7 +31,9 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from apps.limits import BODY_TOO_BIG, INTERNAL, BoundedRequest, declared_length, guard_connections, respond
 from apps.settings import ServeSettings
+from shared.errors import report
 from shared.registry import human_bytes
 from shared.weights import free_bytes
 
@@ -48,6 +50,7 @@ UPLOAD_TOO_BIG = "This upload is {size}; one upload may hold at most {limit}. Se
 UPLOAD_NO_SIZE = "Uploads must declare their size (Content-Length); send the files as an ordinary form upload."
 DISK_LOW = "The server is short of disk space right now, so it cannot take uploads; please try again later."
 OPERATOR_PATH = "/demohub/operator/stats"
+EXAMPLES_ROUTE = "/demohub/examples"  # apps.ui.image_examples' thumbnails, by demo and file name
 FILES_PER_UPLOAD = 8  # an upload request may carry this many maximum-size files' worth of bytes
 UPLOAD_DISK_RESERVE = 1_000_000_000
 MCP_LOGIN = ("This hub needs a login: send your hub username and password as HTTP Basic credentials "
@@ -187,26 +190,45 @@ class HubGuard:
     body bound and caller note."""
 
     def __init__(self, app, settings: ServeSettings, token: str, stats: Callable[[], dict], upload_dir: str,
-                 loopback_secret: str = ""):
+                 loopback_secret: str = "", examples: Callable[[str, str], Path | None] = lambda demo, name: None):
         self.app, self.settings, self.token, self.stats, self.upload_dir = app, settings, token, stats, upload_dir
-        self.loopback_secret = loopback_secret
+        self.loopback_secret, self.examples = loopback_secret, examples
 
     async def __call__(self, scope, receive, send):
-        if scope["type"] == "http":
-            path = scope["path"]
-            if path.rstrip("/") == OPERATOR_PATH:
-                return await self._operator(scope, send)
-            scope = self._trusted(scope)
-            if self.settings.mcp and _MCP_PATH.match(path):
-                refusal, caller = self._mcp_refusal(scope)
-                if refusal is not None:
-                    return await _respond(send, *refusal)
-                scope = {**scope, "headers": [*scope["headers"], (CALLER_HEADER, caller.encode())]}
-            if scope["method"] == "POST" and path.rstrip("/").endswith("/gradio_api/upload"):
-                refusal = self._upload_refusal(dict(scope["headers"]))
-                if refusal is not None:
-                    return await _respond(send, *refusal)
-        return await self.app(scope, receive, send)
+        if scope["type"] != "http":
+            return await self.app(scope, receive, send)
+        path = scope["path"]
+        if path.rstrip("/") == OPERATOR_PATH:
+            return await self._operator(scope, send)
+        if path.startswith(EXAMPLES_ROUTE + "/") and scope["method"] in ("GET", "HEAD"):
+            return await self._example(path, send)
+        scope = self._trusted(scope)
+        if self.settings.mcp and _MCP_PATH.match(path):
+            refusal, caller = self._mcp_refusal(scope)
+            if refusal is not None:
+                return await respond(send, *refusal)
+            scope = {**scope, "headers": [*scope["headers"], (CALLER_HEADER, caller.encode())]}
+        if scope["method"] == "POST" and _is_upload(path):
+            refusal = self._upload_refusal(dict(scope["headers"]))
+            if refusal is not None:
+                return await respond(send, *refusal, close=True)
+        limit = body_limit(path, self.settings)
+        declared = declared_length(dict(scope["headers"]))
+        if declared is not None and declared > limit:
+            log.info("refused a %s body on %s", human_bytes(declared), path)
+            return await respond(send, 413, BODY_TOO_BIG.format(
+                size=human_bytes(declared), limit=human_bytes(limit),
+                upload=human_bytes(self.settings.max_file_size * FILES_PER_UPLOAD)), close=True)
+        request = BoundedRequest(receive, send, limit=limit, timeout=self.settings.read_timeout, path=path)
+        try:
+            await self.app(scope, request.receive, request.send)
+        except Exception as error:
+            if request.refused:
+                return  # the client was answered (413/408); the route only learnt that it left
+            error_id = report(error)
+            if request.started:
+                raise
+            await respond(send, 500, json.dumps({"detail": INTERNAL.format(error_id=error_id)}), "application/json")
 
     def _trusted(self, scope) -> dict:
         """``scope`` without our internal headers, unless it is our MCP loopback's request (it knows the secret)."""
@@ -230,36 +252,62 @@ class HubGuard:
                         [(b"www-authenticate", b'Basic realm="Paper Demo Hub", charset="UTF-8"')]), caller
             caller = f"user:{user}"
         if scope["method"] == "POST":
-            length = headers.get(b"content-length", b"").decode()
-            if not length.isdigit():
+            length = declared_length(headers)
+            if length is None:
                 return (411, MCP_NO_SIZE), caller
             limit = mcp_body_limit(self.settings)
-            if int(length) > limit:
-                return (413, MCP_TOO_BIG.format(size=human_bytes(int(length)), limit=human_bytes(limit))), caller
+            if length > limit:
+                return (413, MCP_TOO_BIG.format(size=human_bytes(length), limit=human_bytes(limit))), caller
         return None, caller
 
     def _upload_refusal(self, headers: dict[bytes, bytes]) -> tuple[int, str] | None:
-        length = headers.get(b"content-length", b"").decode()
-        if not length.isdigit():
+        length = declared_length(headers)
+        if length is None:
             return 411, UPLOAD_NO_SIZE
         limit = self.settings.max_file_size * FILES_PER_UPLOAD
-        if int(length) > limit:
-            return 413, UPLOAD_TOO_BIG.format(size=human_bytes(int(length)), limit=human_bytes(limit))
-        if free_bytes(Path(self.upload_dir)) - int(length) < UPLOAD_DISK_RESERVE:
+        if length > limit:
+            return 413, UPLOAD_TOO_BIG.format(size=human_bytes(length), limit=human_bytes(limit))
+        if free_bytes(Path(self.upload_dir)) - length < UPLOAD_DISK_RESERVE:
             log.warning("refusing uploads: less than %s free on the upload disk", human_bytes(UPLOAD_DISK_RESERVE))
             return 507, DISK_LOW
         return None
 
+    async def _example(self, path: str, send):
+        """An example file a page registered (``apps.ui.image_examples``), by demo and name; nothing else."""
+        demo, _, name = path[len(EXAMPLES_ROUTE) + 1:].partition("/")
+        file = self.examples(demo, name)
+        if file is None or not file.is_file():
+            return await respond(send, 404, "Not Found")
+        data = file.read_bytes()
+        kind = {".png": "image/png", ".webp": "image/webp"}.get(file.suffix.lower(), "image/jpeg")
+        await send({"type": "http.response.start", "status": 200,
+                    "headers": [(b"content-type", kind.encode()), (b"content-length", str(len(data)).encode()),
+                                (b"cache-control", b"public, max-age=3600")]})
+        await send({"type": "http.response.body", "body": data})
+
     async def _operator(self, scope, send):
         given = dict(scope["headers"]).get(b"authorization", b"").decode()
         if not secrets.compare_digest(given, f"Bearer {self.token}"):
-            return await _respond(send, 404, "Not Found")  # no hint that an operator route exists
-        return await _respond(send, 200, json.dumps(self.stats()), "application/json")
+            return await respond(send, 404, "Not Found")  # no hint that an operator route exists
+        return await respond(send, 200, json.dumps(self.stats()), "application/json")
 
 
 def mcp_body_limit(settings: ServeSettings) -> int:
     """The largest MCP request body: an upload request's files (``FILES_PER_UPLOAD`` maximum-size files) as base64."""
     return settings.max_file_size * FILES_PER_UPLOAD * 4 // 3 + MCP_BODY_SLACK
+
+
+def body_limit(path: str, settings: ServeSettings) -> int:
+    """The most bytes a request body on ``path`` may hold: an upload's, an MCP call's, or any other request's."""
+    if _is_upload(path):
+        return settings.max_file_size * FILES_PER_UPLOAD
+    if settings.mcp and _MCP_PATH.match(path):
+        return mcp_body_limit(settings)
+    return settings.max_request_size
+
+
+def _is_upload(path: str) -> bool:
+    return path.rstrip("/").endswith("/gradio_api/upload")
 
 
 def _basic_login(header: bytes, logins: tuple[tuple[str, str], ...]) -> str | None:
@@ -279,15 +327,6 @@ def _basic_login(header: bytes, logins: tuple[tuple[str, str], ...]) -> str | No
                                                                                           password.encode()):
             found = name
     return found
-
-
-async def _respond(send, status: int, body: str, content_type: str = "text/plain; charset=utf-8",
-                   headers: list[tuple[bytes, bytes]] = ()) -> None:
-    data = body.encode()
-    await send({"type": "http.response.start", "status": status,
-                "headers": [(b"content-type", content_type.encode()), (b"content-length", str(len(data)).encode()),
-                            *headers]})
-    await send({"type": "http.response.body", "body": data})
 
 
 def mcp_available() -> bool:
@@ -386,6 +425,9 @@ def launch(blocks, settings: ServeSettings, stats: Callable[[], dict], *, preven
     from gradio.utils import get_upload_folder
     from starlette.middleware import Middleware
 
+    from apps import event_inputs
+    from apps.ui import example_file, user_errors
+
     token, loopback_secret = secrets.token_urlsafe(32), secrets.token_urlsafe(32)
     if settings.mcp and not mcp_available():
         log.warning(MCP_OFF_NO_PACKAGE)
@@ -394,10 +436,11 @@ def launch(blocks, settings: ServeSettings, stats: Callable[[], dict], *, preven
     blocks.queue(max_size=settings.queue_size, api_open=False,  # api_open=True would let /run/* skip the queue
                  default_concurrency_limit=settings.demo_concurrency)
     install_queue_rules(blocks, settings)
+    event_inputs.install(blocks, user_errors)
     upload_dir = get_upload_folder()
     Path(upload_dir).mkdir(parents=True, exist_ok=True)
     guard = Middleware(HubGuard, settings=settings, token=token, stats=lambda: _operator_stats(blocks, stats),
-                       upload_dir=upload_dir, loopback_secret=loopback_secret)
+                       upload_dir=upload_dir, loopback_secret=loopback_secret, examples=example_file)
     logins = list(settings.auth)
     if logins and settings.mcp:  # the MCP loopback's own login; its password is a secret of this process
         logins.append((LOOPBACK_USER, loopback_secret))
@@ -407,9 +450,12 @@ def launch(blocks, settings: ServeSettings, stats: Callable[[], dict], *, preven
         auth=logins or None, max_file_size=settings.max_file_size,
         enable_monitoring=settings.monitoring, mcp_server=settings.mcp,
         app_kwargs={"middleware": [guard], "lifespan": _mcp_lifespan(blocks, settings, loopback_secret)},
-        show_error=True,  # Gradio's own input checks (wrong types through the API) then say what was wrong
+        show_error=False,  # every handler's error is a gr.Error sentence (event_inputs); nothing else is shown
         **launch_kwargs,
     )
+    guard_connections(blocks.server, max_connections=settings.max_connections,
+                      per_address=None if settings.share else settings.max_connections_per_address,
+                      header_timeout=settings.read_timeout)  # with --share every visitor arrives from the tunnel
     write_operator_file(blocks.server_port, f"http://127.0.0.1:{blocks.server_port}", token)
     if not prevent_thread_lock:
         blocks.block_thread()

@@ -75,6 +75,10 @@ class ServeSettings:
     share: bool = False
     downloads: str = "auto"  # auto: on only for a loopback bind without --share, never on a Space
     max_file_size: int = 25_000_000  # bytes per uploaded file
+    max_request_size: int = 1_000_000  # bytes of any request body but an upload's or an MCP call's
+    read_timeout: float = 10.0  # seconds a client may take to send a request's headers, or pause inside its body
+    max_connections: int = 1000  # open connections at once (fewer where the process may open fewer files)
+    max_connections_per_address: int = 128  # open connections from one client address
     queue_size: int = 64  # events waiting in the queue, all demos together
     session_jobs: int = 4  # events one browser session (or API client session) may have waiting or running
     demo_concurrency: int = 1  # model calls one demo runs at once (each demo has its own queue group)
@@ -90,9 +94,12 @@ class ServeSettings:
     def __post_init__(self):
         if self.downloads not in DOWNLOAD_MODES:
             raise UserInputError(f"--downloads must be one of {', '.join(DOWNLOAD_MODES)}, not {self.downloads!r}.")
-        for name in ("max_file_size", "queue_size", "session_jobs", "demo_concurrency"):
+        for name in ("max_file_size", "max_request_size", "queue_size", "session_jobs", "demo_concurrency",
+                     "max_connections", "max_connections_per_address"):
             if getattr(self, name) < 1:
-                raise UserInputError(f"{name.replace('_', '-')} must be at least 1.")
+                raise UserInputError(f"--{name.replace('_', '-')} must be at least 1.")
+        if not 0 < self.read_timeout <= 600:
+            raise UserInputError("--read-timeout must be more than 0 and at most 600 seconds.")
 
     @property
     def downloads_allowed(self) -> bool:
@@ -139,6 +146,17 @@ def add_arguments(parser: argparse.ArgumentParser, default_port: int | None = 78
                              "without --share and not on a Space)")
     parser.add_argument("--max-file-size", type=parse_size, default=_env("MAX_FILE_SIZE", str(d.max_file_size)),
                         help="largest uploaded file, e.g. 25MB")
+    parser.add_argument("--max-request-size", type=parse_size,
+                        default=_env("MAX_REQUEST_SIZE", str(d.max_request_size)),
+                        help="largest request body other than uploads and MCP calls, e.g. 1MB")
+    parser.add_argument("--read-timeout", type=float, default=float(_env("READ_TIMEOUT", str(d.read_timeout))),
+                        help="seconds a client may take to send a request's headers, or pause while sending its body")
+    parser.add_argument("--max-connections", type=int,
+                        default=int(_env("MAX_CONNECTIONS", str(d.max_connections))),
+                        help="open connections at once, all clients together")
+    parser.add_argument("--max-connections-per-address", type=int,
+                        default=int(_env("MAX_CONNECTIONS_PER_ADDRESS", str(d.max_connections_per_address))),
+                        help="open connections from one client address (a reverse proxy is one address)")
     parser.add_argument("--queue-size", type=int, default=int(_env("QUEUE_SIZE", str(d.queue_size))),
                         help="requests that may wait in the queue, all demos together")
     parser.add_argument("--session-jobs", type=int, default=int(_env("SESSION_JOBS", str(d.session_jobs))),
@@ -170,7 +188,9 @@ def add_arguments(parser: argparse.ArgumentParser, default_port: int | None = 78
 def from_args(args: argparse.Namespace) -> ServeSettings:
     return ServeSettings(
         host=args.host, port=args.port or ServeSettings.port, share=args.share, downloads=args.downloads,
-        max_file_size=args.max_file_size, queue_size=args.queue_size, session_jobs=args.session_jobs,
+        max_file_size=args.max_file_size, max_request_size=args.max_request_size, read_timeout=args.read_timeout,
+        max_connections=args.max_connections, max_connections_per_address=args.max_connections_per_address,
+        queue_size=args.queue_size, session_jobs=args.session_jobs,
         demo_concurrency=args.demo_concurrency, auth=parse_auth(args.auth), monitoring=args.monitoring,
         allow_url_inputs=args.allow_url_inputs, delete_cache=args.delete_cache, mcp=args.mcp,
         ray=args.ray or bool(args.ray_address or args.serve_config), ray_address=args.ray_address,

@@ -5,6 +5,7 @@ from __future__ import annotations
 import functools
 import html
 import inspect
+import re
 import shutil
 import time
 import uuid
@@ -14,6 +15,7 @@ from typing import Any
 
 import gradio as gr
 
+from apps.serving import EXAMPLES_ROUTE  # example files served by name: no page config names a server path
 from shared.context import DemoContext
 from shared.errors import UserInputError, as_gradio_error
 from shared.registry import Demo
@@ -51,24 +53,40 @@ def download_progress(progress: gr.Progress) -> Callable[[int, int], None]:
 
 
 def user_errors(fn: Callable) -> Callable:
-    """Show any exception from ``fn`` as one readable ``gr.Error`` sentence; the server keeps serving."""
-    if inspect.isgeneratorfunction(fn):
+    """Show any exception from ``fn`` as one readable ``gr.Error`` sentence; the server keeps serving. Plain,
+    generator, async and async-generator functions keep their kind (Gradio calls each kind its own way)."""
+    if getattr(fn, "gives_sentences", False):
+        return fn
+    if inspect.isasyncgenfunction(fn):
         @functools.wraps(fn)
-        def gen_wrapper(*args, **kwargs):
+        async def wrapper(*args, **kwargs):
+            try:
+                async for item in fn(*args, **kwargs):
+                    yield item
+            except Exception as error:
+                raise as_gradio_error(error) from error
+    elif inspect.iscoroutinefunction(fn):
+        @functools.wraps(fn)
+        async def wrapper(*args, **kwargs):
+            try:
+                return await fn(*args, **kwargs)
+            except Exception as error:
+                raise as_gradio_error(error) from error
+    elif inspect.isgeneratorfunction(fn):
+        @functools.wraps(fn)
+        def wrapper(*args, **kwargs):
             try:
                 yield from fn(*args, **kwargs)
             except Exception as error:
                 raise as_gradio_error(error) from error
-
-        return gen_wrapper
-
-    @functools.wraps(fn)
-    def wrapper(*args, **kwargs):
-        try:
-            return fn(*args, **kwargs)
-        except Exception as error:
-            raise as_gradio_error(error) from error
-
+    else:
+        @functools.wraps(fn)
+        def wrapper(*args, **kwargs):
+            try:
+                return fn(*args, **kwargs)
+            except Exception as error:
+                raise as_gradio_error(error) from error
+    wrapper.gives_sentences = True
     return wrapper
 
 
@@ -141,6 +159,31 @@ def tool_docstring(doc: str) -> str:
         else:
             out[-1] += " " + stripped
     return "\n".join(out)
+
+
+_EXAMPLE_NAME = re.compile(r"^[A-Za-z0-9][\w.-]{0,100}\.(?:png|jpe?g|webp)$")
+served_examples: dict[tuple[str, str], Path] = {}  # (demo id, file name) -> the file; filled as pages are built
+
+
+def image_examples(demo: Demo, paths: list[str], target: gr.Image, label: str = "Examples") -> gr.Dataset:
+    """Clickable example images for ``target``. The thumbnails come from ``EXAMPLES_ROUTE/<demo>/<name>``; a click
+    runs a private event that puts the file into ``target`` (its folder is a Gradio static path, served as it is)."""
+    for path in map(Path, paths):
+        if not _EXAMPLE_NAME.match(path.name):
+            raise ValueError(f"example file name {path.name!r} is not one the examples route serves")
+        served_examples[(demo.id, path.name)] = path.resolve()
+    gr.set_static_paths(sorted({str(path.parent) for path in served_examples.values()}))  # replaces the list
+    samples = [[f'<img src="{EXAMPLES_ROUTE}/{demo.id}/{Path(p).name}" alt="{Path(p).stem}" '
+                'style="height:72px;width:auto;border-radius:6px">'] for p in paths]
+    dataset = gr.Dataset(components=[gr.HTML(visible=False)], samples=samples, label=label, type="index",
+                         samples_per_page=len(samples) or 1)
+    dataset.click(lambda index: paths[index], dataset, target, api_visibility="private", queue=False)
+    return dataset
+
+
+def example_file(demo_id: str, name: str) -> Path | None:
+    """The example file ``image_examples`` registered under ``name`` for ``demo_id``, or None."""
+    return served_examples.get((demo_id, name))
 
 
 def paper_card(demo: Demo) -> gr.Markdown:

@@ -68,7 +68,7 @@ def _one_image_tab(ctx: DemoContext, selected, threshold, user_tags) -> None:
         with gr.Column():
             image = gr.Image(type="filepath", label="Image", sources=["upload", "clipboard"])
             run = gr.Button("Tag and caption", variant="primary")
-            gr.Examples(actions.example_images(), inputs=image)
+            ui.image_examples(ctx.demo, actions.example_images(), image)
         with gr.Column():
             chips = gr.HTML(label="Recognised tags")
             caption = gr.Textbox(label="Caption", interactive=False)

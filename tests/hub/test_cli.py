@@ -67,7 +67,8 @@ def test_serve_parser_defaults():
     assert (args.port, args.host, args.streamlit, args.share) == (9000, "0.0.0.0", False, False)
 
 
-SERVE_FLAGS = ("--streamlit", "--host", "--port", "--share", "--downloads", "--max-file-size", "--queue-size",
+SERVE_FLAGS = ("--streamlit", "--host", "--port", "--share", "--downloads", "--max-file-size", "--max-request-size",
+               "--read-timeout", "--max-connections", "--max-connections-per-address", "--queue-size",
                "--session-jobs", "--demo-concurrency", "--auth", "--monitoring", "--allow-url-inputs", "--delete-cache",
                "--no-mcp", "--ray", "--ray-address", "--serve-config")
 DEMO_IDS = ",".join(d.id for d in DEMOS)
@@ -126,6 +127,24 @@ def test_serve_parser_reads_every_flag():
         host="0.0.0.0", port=9001, share=True, downloads="off", max_file_size=5_000_000, queue_size=7,
         session_jobs=2, demo_concurrency=3, auth=(("ann", "secret"),), monitoring=True, allow_url_inputs=True,
         delete_cache=0)
+
+
+def test_streamlit_with_a_login_is_refused_rather_than_served_without_it(capsys, monkeypatch):
+    monkeypatch.setattr(cli.subprocess, "call", lambda *a, **k: pytest.fail("Streamlit was started"))
+    assert cli.main(["serve", "--streamlit", "--auth", "ada:lovelace"]) == 2
+    assert cli.STREAMLIT_NO_LOGIN in capsys.readouterr().err
+    monkeypatch.setenv("DEMOHUB_AUTH", "ada:lovelace")
+    assert cli.main(["serve", "--streamlit"]) == 2, "a login from the environment counts too"
+
+
+def test_a_public_streamlit_hub_says_which_limits_it_lacks(capsys, monkeypatch):
+    started = []
+    monkeypatch.delenv("DEMOHUB_AUTH", raising=False)
+    monkeypatch.setattr(cli.subprocess, "call", lambda argv, env: started.append(argv) or 0)
+    assert cli.main(["serve", "--streamlit", "--host", "0.0.0.0"]) == 0
+    assert started and cli.STREAMLIT_PUBLIC in capsys.readouterr().err
+    assert cli.main(["serve", "--streamlit"]) == 0
+    assert cli.STREAMLIT_PUBLIC not in capsys.readouterr().err, "a loopback bind is the operator's own"
 
 
 def test_stats_parser_reads_its_port():

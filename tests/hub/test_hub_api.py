@@ -1,6 +1,8 @@
 """The hub over HTTP: catalog through gradio_client, one route per demo, isolation of a broken demo."""
 
 import json
+import tempfile
+from pathlib import Path
 
 import requests
 from gradio_client import Client
@@ -21,6 +23,34 @@ def test_catalog_through_gradio_client(hub_url):
     found = client.predict("regular expressions pragmatic", False, api_name="/catalog")
     assert [p["demo"] for p in found] == ["prax"]
     client.close()
+
+
+def test_the_catalog_search_is_bounded_and_says_why(hub_url):
+    client = Client(hub_url, verbose=False)
+    for query, fragment in (("diffusion " * 30, "300 characters long; the limit is 200"),
+                            ("a " * 21, "21 words; use at most 20"), (10**30, "must be text, not a number")):
+        try:
+            client.predict(query, False, api_name="/catalog")
+        except Exception as error:  # gradio_client raises the validator's sentence
+            assert fragment in str(error), str(error)
+        else:
+            raise AssertionError(f"{query!r:.40} was searched")
+    assert client.predict("diffusion", False, api_name="/catalog"), "the next search works"
+    client.close()
+
+
+def test_example_files_are_served_by_name_and_config_names_no_server_path(hub_url):
+    from apps.ui import EXAMPLES_ROUTE, served_examples
+
+    assert any(demo == "tag2text" for demo, _ in served_examples), "the Tag2Text page registered its examples"
+    image = requests.get(f"{hub_url}{EXAMPLES_ROUTE}/tag2text/beach.png", timeout=30)
+    assert image.status_code == 200 and image.headers["content-type"] == "image/png" and image.content[:4] == b"\x89PNG"
+    for name in ("tag2text/../page.py", "tag2text/%2e%2e%2fpage.py", "prax/beach.png", "tag2text/missing.png"):
+        assert requests.get(f"{hub_url}{EXAMPLES_ROUTE}/{name}", timeout=30).status_code == 404, name
+    for page in ("config", "tag2text"):
+        text = requests.get(f"{hub_url}/{page}", timeout=30).text
+        assert "beach.png" in text and str(Path(tempfile.gettempdir())) + "/" not in text, page
+        assert "/gradio_api/file=" not in text, page
 
 
 def test_every_demo_has_a_route(hub_url):

@@ -85,6 +85,26 @@ def test_impossible_settings_are_refused():
         ServeSettings(downloads="sometimes")
     with pytest.raises(UserInputError, match="queue-size must be at least 1"):
         ServeSettings(queue_size=0)
+    with pytest.raises(UserInputError, match="--max-connections-per-address must be at least 1"):
+        ServeSettings(max_connections_per_address=0)
+    with pytest.raises(UserInputError, match="--read-timeout must be more than 0"):
+        ServeSettings(read_timeout=0)
+
+
+def test_request_budgets_default_and_read_their_flags_and_variables(monkeypatch):
+    s = ServeSettings()
+    assert (s.max_request_size, s.read_timeout, s.max_connections, s.max_connections_per_address) == (
+        1_000_000, 10.0, 1000, 128)
+    monkeypatch.setenv("DEMOHUB_MAX_REQUEST_SIZE", "200KB")
+    monkeypatch.setenv("DEMOHUB_READ_TIMEOUT", "4.5")
+    env = from_env()
+    assert (env.max_request_size, env.read_timeout) == (200_000, 4.5)
+    parser = argparse.ArgumentParser()
+    add_arguments(parser)
+    flags = from_args(parser.parse_args(["--max-request-size", "2MB", "--read-timeout", "30", "--max-connections",
+                                         "50", "--max-connections-per-address", "5"]))
+    assert (flags.max_request_size, flags.read_timeout, flags.max_connections,
+            flags.max_connections_per_address) == (2_000_000, 30.0, 50, 5)
 
 
 def test_mcp_is_on_by_default_and_off_by_flag_or_variable(monkeypatch):

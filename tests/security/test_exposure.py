@@ -15,6 +15,7 @@ import pytest
 import requests
 from gradio_client import Client
 
+from apps.event_inputs import NOT_UPLOADED
 from shared.weights import REPO_ROOT
 from tests.conftest import free_port
 from tests.security import raw
@@ -77,12 +78,13 @@ def test_server_files_are_not_served(public_hub, target):
 
 def test_a_file_input_naming_a_server_path_is_refused(public_hub, public_config):
     """A queue event whose file input points at a server file (not an upload) does not read it: Gradio refuses the
-    path while handing the inputs to the event's validator, before the event is queued."""
+    path while handing the inputs to the event's validator, before the event is queued, and the visitor reads a
+    sentence that neither repeats the path nor names Gradio's cache."""
     for api_name, data in (("tag_image", [raw.file_data("/etc/passwd"), 0.68, ""]),
                            ("tag_image_for_page", [raw.file_data("/etc/passwd"), 0.68, "", None])):
         status, detail = raw.join(public_hub.url, raw.fn_index(public_config, api_name), data, raw.session())
         assert status == 400, api_name
-        assert detail == "Cannot move /etc/passwd to the gradio cache dir because it was not uploaded by a user."
+        assert detail == NOT_UPLOADED
     honest_request_works(public_hub.url)
 
 

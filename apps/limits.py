@@ -1,0 +1,385 @@
+"""Budgets every HTTP request of a hub meets before any route reads it, whatever the route.
+
+- **Body**: each route has a byte budget (uploads: 8 files of ``--max-file-size``; MCP: those as base64; every other
+  route ``--max-request-size``). A declared length over it is refused with 413 before a byte is read; an undeclared
+  (chunked) body is counted while it arrives and refused the moment it passes the budget. Nothing is parsed first, so
+  a login check behind it (Gradio parses JSON before checking ``--auth``) costs a stranger nothing either.
+- **Time to send**: a client has ``--read-timeout`` seconds to send a request's headers (the connection guard, at the
+  protocol level, where unfinished headers live) and may pause no longer than that while sending its body (here).
+- **Connections**: at most ``--max-connections`` open at once, ``--max-connections-per-address`` from one address;
+  beyond that a connection gets a one-line 503 and is closed (slowloris holds no file descriptor for long).
+- **What an error says**: an error response from a route (Gradio's pydantic dumps, a library exception's text in a
+  400 or 500) reaches the visitor as a sentence; the original goes to the log under an error id.
+"""
+
+from __future__ import annotations
+
+import ast
+import asyncio
+import html
+import json
+import logging
+import re
+import resource
+from typing import Any
+
+from shared.errors import report
+from shared.registry import human_bytes
+
+log = logging.getLogger("demohub")
+
+BODY_TOO_BIG = ("This request is {size}; this address takes at most {limit}. Send less (files go through an upload, "
+                "which may hold {upload})." )
+BODY_TOO_BIG_STREAMED = "This request passed {limit}, the most this address takes; send less."
+TOO_SLOW = "The request took too long to arrive (over {seconds:g} s without data); send it again in one go."
+CONNECTIONS_FULL = "The hub has too many open connections right now; please try again in a minute."
+ADDRESS_FULL = "Too many open connections from your address; close some tabs or clients and try again."
+INTERNAL = ("Something went wrong on our side (error id {error_id}; the server log has the details). The hub is "
+            "still running; please try again.")
+UNREADABLE = ("This request's inputs could not be read (error id {error_id}): check each value against the API page "
+              "(the “Use via API” link at the foot of the page).")
+MAX_SENTENCE = 500  # characters of one error message
+LONG_RUN = 80  # characters without a space that a message may quote before they are cut
+ERROR_BODY_CAP = 256_000  # error responses longer than this pass unread (none of Gradio's are)
+FD_RESERVE = 200  # file descriptors kept for model files, uploads and the log when connections are counted
+
+# Text that never belongs in what a visitor reads: tracebacks, exception class names, library and server paths,
+# Python's own phrasing of a type error, pydantic's documentation links.
+_INTERNAL_TEXT = re.compile(
+    r"Traceback|File \"|site-packages|pydantic|Original error|\b[A-Z]\w*(?:Error|Exception)\b|object has no "
+    r"attribute|object is not|' object|not supported between|unhashable|NoneType|(?:^|[\s'\"(=])/(?:tmp|root|home|"
+    r"usr|work|var|opt|proc|etc)/")
+
+
+def looks_internal(text: str) -> bool:
+    """Whether ``text`` carries something a visitor should never read (a library's words, a server path)."""
+    return bool(_INTERNAL_TEXT.search(text))
+
+
+_LONG_RUN = re.compile(rf"\S{{{LONG_RUN + 1},}}")
+
+
+def shorten(sentence: str, markup: bool = True) -> str:
+    """``sentence`` as a visitor reads it: every run of over ``LONG_RUN`` characters without a space (a visitor's
+    300,000-character string or 4,000-digit number quoted back) cut to its start and length, at most
+    ``MAX_SENTENCE`` long, and, where the page shows it as HTML (``markup``: Gradio's error toasts; its messages
+    under an input are text), HTML-escaped, so a visitor's ``<img ...>`` quoted back reads as text."""
+    if markup:
+        sentence = html.unescape(sentence)  # escaped once, whatever passes here twice (the MCP loopback)
+    sentence = _LONG_RUN.sub(lambda m: f"{m[0][:40]}… ({len(m[0]):,} characters)", sentence)
+    sentence = sentence if len(sentence) <= MAX_SENTENCE else sentence[:MAX_SENTENCE - 1] + "…"
+    return html.escape(sentence, quote=False) if markup else sentence
+
+
+# -- error responses -----------------------------------------------------------------------------------------------
+
+
+_PYDANTIC_SENTENCES = {
+    "missing": "{field} is missing",
+    "json_invalid": "the body is not valid JSON",
+    "list_type": "{field} must be a list",
+    "dict_type": "{field} must be a JSON object",
+    "model_type": "{field} must be a JSON object",
+    "model_attributes_type": "{field} must be a JSON object",
+    "string_type": "{field} must be text",
+    "int_type": "{field} must be a whole number",
+    "int_parsing": "{field} must be a whole number",
+    "float_type": "{field} must be a number",
+    "bool_type": "{field} must be true or false",
+}
+
+
+def request_shape_sentence(errors: list[dict]) -> str:
+    """Pydantic's list of body errors (what FastAPI answers for a wrong request shape) as one sentence."""
+    parts = []
+    for error in errors[:3]:
+        loc = [str(p) for p in error.get("loc", ()) if p != "body"]
+        field = f"“{'.'.join(loc)}”" if loc else "the body"
+        template = _PYDANTIC_SENTENCES.get(str(error.get("type")), "{field} is not what this address takes")
+        parts.append(template.format(field=field))
+    sentence = "; ".join(parts) or "the body is not what this address takes"
+    return (f"This request does not have the form this address takes: {sentence}. The API page (“Use via API” at "
+            "the foot of the page) shows the form.")
+
+
+def clean_error(status: int, body: bytes, path: str) -> bytes | None:
+    """A body to send instead of an error response's, or None to send it as it is.
+
+    Kept: the hub's own refusals (validator sentences, queue sentences), ``gr.Error`` sentences and route messages
+    such as "Not Found". Replaced: pydantic's dumps (by a sentence saying what is wrong), and any error that says
+    nothing (Gradio's null for an exception that is not a ``gr.Error``) or ``looks_internal`` (by a sentence with
+    an error id; the original goes to the log under it)."""
+    try:
+        payload = json.loads(body)
+    except (ValueError, UnicodeDecodeError):
+        payload = body.decode("utf-8", "replace")
+    key = next((k for k in ("detail", "error") if isinstance(payload, dict) and k in payload), None)
+    detail = _unquoted(payload[key] if key else payload)
+    if isinstance(detail, list) and detail and all(isinstance(d, dict) and "is_valid" in d for d in detail):
+        shortened = [{**d, "message": shorten(str(d.get("message") or ""), markup=False)} for d in detail]
+        return None if shortened == detail else _with(payload, key, shortened)  # the demos' own sentences
+    if isinstance(detail, list) and detail and all(isinstance(d, dict) and "loc" in d for d in detail):
+        log.info("refused a request of the wrong form on %s: %s", path, str(detail)[:500])
+        return _with(payload, key, request_shape_sentence(detail))
+    if isinstance(detail, str) and detail.strip() and not looks_internal(detail):
+        original = payload[key] if key else payload
+        return None if shorten(detail) == original else _with(payload, key, shorten(detail))
+    error_id = _logged(status, path, detail if isinstance(detail, str) else json.dumps(detail))
+    return _with(payload, key, (INTERNAL if status >= 500 or not detail else UNREADABLE).format(error_id=error_id))
+
+
+def _unquoted(detail: Any) -> Any:
+    """A ``gr.Error``'s sentence as Gradio's ``str()`` gives it (its repr: quoted, escapes doubled), unquoted."""
+    if isinstance(detail, str) and len(detail) >= 2 and detail[0] == detail[-1] and detail[0] in "'\"":
+        try:
+            value = ast.literal_eval(detail)
+        except (ValueError, SyntaxError):
+            return detail
+        return value if isinstance(value, str) else detail
+    return detail
+
+
+def _with(payload: Any, key: str | None, detail: Any) -> bytes:
+    """``payload`` (a JSON object) with ``key`` set to ``detail``; ``{"detail": detail}`` for anything else."""
+    if key is None:
+        return json.dumps({"detail": detail}).encode()
+    return json.dumps({**payload, key: detail}).encode()
+
+
+def clean_stream(chunk: bytes, path: str) -> bytes:
+    """One chunk of an event stream (``/queue/data``, ``/call/<name>/<id>``) with any failed event's error made a
+    sentence: Gradio sends no text (null) for an exception that is not a ``gr.Error``, and the hub shows no
+    library text either way."""
+    if b'"success":false' not in chunk and b'"success": false' not in chunk and b"event: error" not in chunk:
+        return chunk
+    lines, event = chunk.split(b"\n"), b""
+    for i, line in enumerate(lines):
+        if line.startswith(b"event:"):
+            event = line[6:].strip()
+        elif line.startswith(b"data:"):
+            try:
+                payload = json.loads(line[5:])
+            except ValueError:
+                continue
+            clean = _clean_message(payload, event, path)
+            if clean is not None:
+                lines[i] = b"data: " + json.dumps(clean).encode()
+    return b"\n".join(lines)
+
+
+def _clean_message(payload: Any, event: bytes, path: str) -> Any:
+    """``payload`` with its error made a sentence, or None when it needs nothing. Errors travel as the data of an
+    ``error`` event (``/call`` streams: text, or an object with ``error``) or in a failed ``process_completed``
+    message's ``output`` (``/queue/data``)."""
+    if event == b"error":
+        holder, key = (payload, "error") if isinstance(payload, dict) else (None, None)
+    elif isinstance(payload, dict) and payload.get("msg") == "process_completed" and not payload.get("success"):
+        holder, key = (payload.get("output") if isinstance(payload.get("output"), dict) else {}), "error"
+    else:
+        return None
+    error = holder.get(key) if holder is not None else payload
+    if error and isinstance(error, str) and not looks_internal(error):
+        if shorten(error) == error:
+            return None
+        sentence = shorten(error)
+    else:
+        sentence = INTERNAL.format(error_id=_logged(500, path, str(error)))
+    if holder is None:
+        return sentence
+    cleaned = {**holder, key: sentence}
+    return cleaned if event == b"error" else {**payload, "output": cleaned}
+
+
+def _logged(status: int, path: str, text: str) -> str:
+    return report(RuntimeError(f"HTTP {status} on {path}: {text[:2000]}"))
+
+
+# -- bodies --------------------------------------------------------------------------------------------------------
+
+
+class BoundedRequest:
+    """One request's ``receive``/``send`` with its body budget, its body deadline and clean error responses.
+
+    ``receive`` counts body bytes; past ``limit`` (or after ``timeout`` seconds without data while the body is still
+    arriving) it answers the client itself (413/408, ``Connection: close``) and tells the app the client left. ``send``
+    drops what the app sends after that, and replaces the body of an error response that ``clean_error`` objects to."""
+
+    def __init__(self, receive, send, *, limit: int, timeout: float, path: str):
+        self._receive, self._send = receive, send
+        self.limit, self.timeout, self.path = limit, timeout, path
+        self.received = 0
+        self.body_done = False
+        self.refused = False
+        self.started = False
+        self._held: dict | None = None  # an error response's start, held until its body is read
+        self._stream = False  # the response is an event stream (each chunk cleaned on its way)
+        self._chunks: list[bytes] = []
+
+    async def receive(self) -> dict:
+        if self.refused:
+            return {"type": "http.disconnect"}
+        if self.body_done:
+            return await self._receive()  # e.g. a streaming response waiting for the client to leave: no deadline
+        try:
+            message = await asyncio.wait_for(self._receive(), self.timeout)
+        except asyncio.TimeoutError:
+            await self.refuse(408, TOO_SLOW.format(seconds=self.timeout))
+            return {"type": "http.disconnect"}
+        if message["type"] == "http.request":
+            self.received += len(message.get("body", b""))
+            if self.received > self.limit:
+                await self.refuse(413, BODY_TOO_BIG_STREAMED.format(limit=human_bytes(self.limit)))
+                return {"type": "http.disconnect"}
+            self.body_done = not message.get("more_body", False)
+        return message
+
+    async def refuse(self, status: int, sentence: str) -> None:
+        log.info("refused a request on %s: HTTP %d (%s)", self.path, status, sentence)
+        self.refused = True
+        if not self.started:
+            self.started = True
+            await respond(self._send, status, sentence, close=True)
+
+    async def send(self, message: dict) -> None:
+        if self.refused:
+            return
+        if message["type"] == "http.response.start":
+            self.started = True
+            self._stream = dict(message.get("headers", [])).get(b"content-type", b"").startswith(
+                b"text/event-stream")
+            if message["status"] >= 400 and _is_text(message):
+                self._held = message
+                return
+        elif message["type"] == "http.response.body" and self._stream:
+            message = {**message, "body": clean_stream(message.get("body", b""), self.path)}
+        elif message["type"] == "http.response.body" and self._held is not None:
+            self._chunks.append(message.get("body", b""))
+            if message.get("more_body") and sum(map(len, self._chunks)) < ERROR_BODY_CAP:
+                return
+            await self._send_held(more_body=bool(message.get("more_body")))
+            return
+        await self._send(message)
+
+    async def _send_held(self, more_body: bool) -> None:
+        start, body = self._held, b"".join(self._chunks)
+        self._held, self._chunks = None, []
+        clean = None if more_body else clean_error(start["status"], body, self.path)
+        if clean is not None:
+            headers = [(k, v) for k, v in start.get("headers", []) if k.lower() not in (b"content-length",
+                                                                                          b"content-type")]
+            start = {**start, "headers": [*headers, (b"content-type", b"application/json"),
+                                          (b"content-length", str(len(clean)).encode())]}
+            body = clean
+        await self._send(start)
+        await self._send({"type": "http.response.body", "body": body, "more_body": more_body})
+
+
+def _is_text(start: dict) -> bool:
+    content_type = dict(start.get("headers", [])).get(b"content-type", b"")
+    return content_type.startswith((b"application/json", b"text/plain")) or not content_type
+
+
+def declared_length(headers: dict[bytes, bytes]) -> int | None:
+    value = headers.get(b"content-length", b"").decode("latin-1").strip()
+    return int(value) if value.isdigit() else None
+
+
+async def respond(send, status: int, body: str, content_type: str = "text/plain; charset=utf-8",
+                  headers: list[tuple[bytes, bytes]] = (), close: bool = False) -> None:
+    data = body.encode()
+    extra = [(b"connection", b"close")] if close else []
+    await send({"type": "http.response.start", "status": status,
+                "headers": [(b"content-type", content_type.encode()), (b"content-length", str(len(data)).encode()),
+                            *headers, *extra]})
+    await send({"type": "http.response.body", "body": data})
+
+
+# -- connections ---------------------------------------------------------------------------------------------------
+
+
+def connection_cap(wanted: int) -> int:
+    """``wanted`` connections, or fewer where the process may not open that many files (leaving ``FD_RESERVE``)."""
+    soft, _ = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft == resource.RLIM_INFINITY:
+        return wanted
+    return max(16, min(wanted, soft - FD_RESERVE))
+
+
+def _refusal(sentence: str) -> bytes:
+    body = sentence.encode()
+    return (b"HTTP/1.1 503 Service Unavailable\r\ncontent-type: text/plain; charset=utf-8\r\ncontent-length: "
+            + str(len(body)).encode() + b"\r\nconnection: close\r\n\r\n" + body)
+
+
+def guarded_protocol(base: type, *, max_connections: int, per_address: int | None, header_timeout: float) -> type:
+    """``base`` (uvicorn's HTTP protocol class) with a connection count and a deadline for each request's headers.
+
+    A connection over ``max_connections`` (or ``per_address`` from one address) gets a 503 line and is closed before
+    uvicorn sees it. A connection must deliver a request's headers within ``header_timeout`` seconds of its first byte
+    (of its opening, for a new connection), else it is closed: uvicorn has no such deadline, so unfinished headers
+    would hold the connection for ever."""
+
+    class Guarded(base):
+        _deadline: asyncio.TimerHandle | None = None
+        _refused = False
+
+        def connection_made(self, transport) -> None:
+            peer = transport.get_extra_info("peername")
+            host = peer[0] if isinstance(peer, tuple) else None
+            sentence = None
+            if len(self.connections) >= max_connections:
+                sentence = CONNECTIONS_FULL
+            elif per_address is not None and host is not None and sum(
+                    1 for c in self.connections if c.client and c.client[0] == host) >= per_address:
+                sentence = ADDRESS_FULL
+            if sentence is not None:
+                self._refused = True
+                log.warning("refused a connection from %s: %s", host, sentence)
+                transport.write(_refusal(sentence))
+                transport.close()
+                return
+            super().connection_made(transport)
+            self._arm()
+
+        def connection_lost(self, exc) -> None:
+            if self._deadline is not None:
+                self._deadline.cancel()
+            if not self._refused:
+                super().connection_lost(exc)
+
+        def data_received(self, data: bytes) -> None:
+            if self._refused:
+                return
+            if self._deadline is None and (self.cycle is None or self.cycle.response_complete):
+                self._arm()  # the first bytes of the next request on a kept-alive connection
+            super().data_received(data)
+
+        def _arm(self) -> None:
+            self._deadline = self.loop.call_later(header_timeout, self._expire, self.cycle)
+
+        def _expire(self, cycle_when_armed) -> None:
+            self._deadline = None
+            if self.cycle is not cycle_when_armed or self.transport is None or self.transport.is_closing():
+                return  # the headers arrived (a new request cycle began), or the connection is gone
+            if self.transport.get_protocol() is not self:
+                return  # upgraded (a websocket): no longer ours to time
+            log.info("closed a connection from %s: no complete request headers within %g s",
+                     (self.client or ("?",))[0], header_timeout)
+            self.transport.close()
+
+    Guarded.__name__ = Guarded.__qualname__ = f"Guarded{base.__name__}"
+    return Guarded
+
+
+def guard_connections(server: Any, *, max_connections: int, per_address: int | None, header_timeout: float) -> None:
+    """Make every later connection of a running uvicorn ``server`` a guarded one (``guarded_protocol``).
+
+    uvicorn builds each connection's protocol from ``server.config.http_protocol_class`` when the connection opens;
+    Gradio creates the server without a way to pass ours, so it is set once the server runs (before any visitor can
+    reach it: ``launch`` returns only then)."""
+    config = server.config
+    base = config.http_protocol_class
+    if getattr(base, "__name__", "").startswith("Guarded"):
+        return
+    config.http_protocol_class = guarded_protocol(base, max_connections=connection_cap(max_connections),
+                                                  per_address=per_address, header_timeout=header_timeout)
