@@ -9,6 +9,7 @@ A MOL block that already carries 3D coordinates is used as given (the notebook's
 
 from __future__ import annotations
 
+import re
 import warnings
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -17,12 +18,22 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
+from shared.bounded import run_bounded
 from shared.errors import UserInputError
+from shared.validation import kind_of
 
 DICT_PATH = Path(__file__).with_name("unimol_dict.txt")
 MAX_HEAVY_ATOMS = 256
-EMBED_TIMEOUT_S = 20  # per ETKDG attempt (at most three attempts); RDKit stops the embedding there
-MAX_INPUT_CHARS = 100_000
+EMBED_TIMEOUT_S = 20  # per ETKDG attempt (at most three attempts); RDKit is asked to stop there
+EMBED_DEADLINE_S = 30  # the whole conformer, all attempts: the worker is killed there (RDKit may not stop)
+EMBED_TOO_LONG = ("Building this molecule's 3D conformer took over {seconds} s, so it was stopped. Give a smaller "
+                  "molecule or fewer fragments, or upload an SDF/MOL file with 3D coordinates.")
+MAX_INPUT_CHARS = 100_000  # an SDF/MOL block (one record of MAX_ATOMS atoms with bonds fits)
+MAX_SMILES_CHARS = 5_000  # a SMILES of 256 heavy atoms, with brackets, charges and stereo marks, is well under it
+MAX_FRAGMENTS = 32  # disconnected parts ('.'): salts and small mixtures; thousands make RDKit's embedding unbounded
+MAX_ATOMS = 1_024  # atoms as written, explicit hydrogens included (256 heavy atoms and their hydrogens fit)
+_SMILES_ATOM = re.compile(r"\[[^\]]*\]|Br|Cl|[BCNOPSFIbcnops*]")  # one atom of a SMILES, as written
+_V3000_COUNTS = re.compile(r"^M  V30 COUNTS (\d+)", re.MULTILINE)
 DEFAULT_SEED = 42  # ETKDG randomSeed when none is given
 MAX_SEED = 2**31 - 1  # RDKit's randomSeed is a C int (-1 would mean "random": not reproducible)
 
@@ -108,7 +119,7 @@ def parse(smiles_or_molblock: str) -> Molecule:
     RDLogger.DisableLog("rdApp.*")
     if smiles_or_molblock is not None and not isinstance(smiles_or_molblock, str):
         raise UserInputError(f"The molecule must be text (a SMILES string or an SDF/MOL block), "
-                             f"not {type(smiles_or_molblock).__name__}.")
+                             f"not {kind_of(smiles_or_molblock)}.")
     text = smiles_or_molblock or ""
     text = text if is_molblock(text) else text.strip()  # a MOL block's first (title) line may be blank
     if not text.strip():
@@ -119,15 +130,21 @@ def parse(smiles_or_molblock: str) -> Molecule:
                              f"(at most {MAX_INPUT_CHARS:,} characters).")
     if is_molblock(text):
         block = text.split("$$$$")[0]
+        _check_size(_molblock_atoms(block), 1)
         mol = Chem.MolFromMolBlock(block, removeHs=False)
         if mol is None:
             raise UserInputError("The SDF/MOL file could not be read (RDKit rejected its atom or bond block). "
                                  "Export it again as a V2000/V3000 MOL or SDF, or paste the SMILES instead.")
+        _check_size(mol.GetNumAtoms(), len(Chem.GetMolFrags(mol)))
         smiles = Chem.MolToSmiles(_without_hs(mol))
     else:
         if any(c.isspace() for c in text):
             raise UserInputError(f"{text[:60]!r} contains spaces; give one SMILES string without spaces "
                                  "(use '.' to join fragments).")
+        if len(text) > MAX_SMILES_CHARS:
+            raise UserInputError(f"The SMILES is {len(text):,} characters long; one molecule of up to "
+                                 f"{MAX_HEAVY_ATOMS} heavy atoms needs far fewer (the limit is {MAX_SMILES_CHARS:,}).")
+        _check_size(len(_SMILES_ATOM.findall(text)), text.count(".") + 1)
         mol = Chem.MolFromSmiles(text)
         if mol is None:
             raise UserInputError(f"{text[:60]!r} is not a valid SMILES string (RDKit could not parse it). "
@@ -141,6 +158,28 @@ def parse(smiles_or_molblock: str) -> Molecule:
         raise UserInputError(f"The molecule has {heavy} heavy atoms; 3D-MoLM reads at most {MAX_HEAVY_ATOMS}. "
                              "Give a smaller molecule (or one fragment of it).")
     return Molecule(mol, smiles)
+
+
+def _molblock_atoms(block: str) -> int:
+    """The atom count a MOL block declares (V2000 counts line, or V3000 ``COUNTS``), read before RDKit parses it;
+    0 where it declares none (RDKit then refuses the block)."""
+    found = _V3000_COUNTS.search(block)
+    if found:
+        return int(found[1])
+    lines = block.splitlines()
+    counts = lines[3][:3].strip() if len(lines) > 3 else ""
+    return int(counts) if counts.isdigit() else 0
+
+
+def _check_size(atoms: int, fragments: int) -> None:
+    """Refuse, before RDKit spends time on it, a molecule with more atoms (as written) or fragments than one
+    3D-MoLM molecule has."""
+    if fragments > MAX_FRAGMENTS:
+        raise UserInputError(f"The input has {fragments:,} disconnected fragments ('.'-separated); give one molecule "
+                             f"(with at most {MAX_FRAGMENTS} fragments, e.g. a salt and its counter-ions).")
+    if atoms > MAX_ATOMS:
+        raise UserInputError(f"The input has {atoms:,} atoms as written (explicit hydrogens included); one molecule "
+                             f"here has at most {MAX_ATOMS:,} ({MAX_HEAVY_ATOMS} heavy atoms).")
 
 
 def _without_hs(mol):
@@ -209,7 +248,18 @@ def _mmff(mol_h) -> float | None:
 
 def featurize(molecule: str | Molecule, seed: int = DEFAULT_SEED, timeout_s: int = EMBED_TIMEOUT_S) -> Conformer:
     """Uni-Mol inputs for one molecule: SMILES or a MOL/SDF text block (first record), checked by ``parse``, or a
-    ``Molecule`` that ``parse`` already checked."""
+    ``Molecule`` that ``parse`` already checked. The work runs in a bounded worker process (``shared.bounded``),
+    killed after ``EMBED_DEADLINE_S`` with a sentence: RDKit's per-attempt ``timeout`` does not bound it."""
+    conformer = run_bounded(build_conformer, molecule, seed, timeout_s, seconds=EMBED_DEADLINE_S,
+                            too_long=EMBED_TOO_LONG.format(seconds=EMBED_DEADLINE_S))
+    for note in conformer.warnings:
+        warnings.warn(note, UserWarning, stacklevel=2)
+    return conformer
+
+
+def build_conformer(molecule: str | Molecule, seed: int = DEFAULT_SEED,
+                    timeout_s: int = EMBED_TIMEOUT_S) -> Conformer:
+    """``featurize``'s work, in the calling process (a bounded worker runs it)."""
     from rdkit import Chem
 
     mol, smiles = molecule if isinstance(molecule, Molecule) else parse(molecule)
@@ -238,8 +288,6 @@ def featurize(molecule: str | Molecule, seed: int = DEFAULT_SEED, timeout_s: int
     diff = np.abs(coords[:, None, :] - coords[None, :, :])
     distances = np.sum(diff**2, axis=-1) ** 0.5  # as scipy.spatial.distance_matrix, in float64
     edge_types = atoms[:, None] * len(atom_dictionary()) + atoms[None, :]
-    for note in notes:
-        warnings.warn(note, UserWarning, stacklevel=2)
     return Conformer(
         smiles=smiles, symbols=symbols, atoms=atoms, coordinates=coords.astype(np.float32),
         distances=distances.astype(np.float32), edge_types=edge_types, mol=_without_hs(mol_h),

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import time
+
 import numpy as np
 import pytest
 from rdkit import Chem
@@ -78,7 +80,7 @@ def test_official_fallback_when_embedding_with_hydrogens_fails(monkeypatch):
         return real(mol, params)
 
     monkeypatch.setattr(rdDistGeom, "EmbedMolecule", fail_with_hydrogens)
-    c = featurize(ASPIRIN)
+    c = conformer.build_conformer(ASPIRIN)  # in this process (featurize runs it in a worker): the patch applies
     assert c.used_fallback and c.num_heavy_atoms == 13
     assert calls == [(21, 0), (13, 5000)]  # with Hs first, then the heavy-atom mol with maxAttempts=5000
     assert 1.15 < c.distances[2, 3] < 1.6  # a real bond length after AddHs(addCoords) + MMFF
@@ -88,15 +90,50 @@ def test_random_coordinates_when_the_official_path_fails(monkeypatch):
     real = rdDistGeom.EmbedMolecule
     monkeypatch.setattr(rdDistGeom, "EmbedMolecule",
                         lambda mol, params: real(mol, params) if params.useRandomCoords else -1)
-    with pytest.warns(UserWarning, match="random"):
-        c = featurize(ASPIRIN)
+    c = conformer.build_conformer(ASPIRIN)
+    assert any("random" in note for note in c.warnings)
     assert c.used_fallback and c.num_heavy_atoms == 13 and 1.15 < c.distances[2, 3] < 1.6
 
 
 def test_embedding_failure_is_a_user_error(monkeypatch):
     monkeypatch.setattr(rdDistGeom, "EmbedMolecule", lambda mol, params: -1)
     with pytest.raises(UserInputError, match="could not build a 3D conformer"):
-        featurize(ASPIRIN)
+        conformer.build_conformer(ASPIRIN)
+
+
+def test_an_embedding_past_its_deadline_is_stopped_with_a_sentence(monkeypatch):
+    """32 octanes take RDKit ~9 s here; with a 1 s deadline the worker is killed, and the next molecule is embedded
+    by a fresh worker."""
+    monkeypatch.setattr(conformer, "EMBED_DEADLINE_S", 1)
+    started = time.monotonic()
+    with pytest.raises(UserInputError, match="took over 1 s, so it was stopped"):
+        featurize(".".join(["CCCCCCCC"] * 32))
+    assert time.monotonic() - started < 8
+    assert featurize("CCO").num_heavy_atoms == 3
+
+
+@pytest.mark.parametrize("text, message", [
+    (".".join(["c1ccccc1"] * 11111), "99,998 characters long"),  # the issue's 100 KB SMILES: refused before RDKit
+    ("C" + ".[H][H]" * 14000, "98,001 characters long"),  # one heavy atom, 28,000 explicit hydrogens
+    (".".join(["C"] * 33), "33 disconnected fragments"),
+    ("[H]" * 1100 + "C", "1,101 atoms as written"),
+])
+def test_molecules_past_the_budgets_are_refused_before_rdkit_reads_them(monkeypatch, text, message):
+    from rdkit import Chem
+
+    monkeypatch.setattr(Chem, "MolFromSmiles", lambda *a: pytest.fail("RDKit was asked to parse it"))
+    with pytest.raises(UserInputError, match=message):
+        conformer.parse(text)
+
+
+def test_a_molblock_declaring_too_many_atoms_is_refused_before_rdkit_reads_it(monkeypatch):
+    v2000 = Chem.MolToMolBlock(Chem.MolFromSmiles("CCO")).splitlines()
+    assert conformer._molblock_atoms("\n".join(v2000)) == 3  # the counts line (line 4), read as RDKit would
+    v3000 = ("title\n\n\n  0  0  0     0  0            999 V3000\nM  V30 BEGIN CTAB\n"
+             "M  V30 COUNTS 2000 0 0 0 0\nM  END\n")
+    monkeypatch.setattr(Chem, "MolFromMolBlock", lambda *a, **k: pytest.fail("RDKit was asked to parse it"))
+    with pytest.raises(UserInputError, match="2,000 atoms as written"):
+        conformer.parse(v3000)
 
 
 @pytest.mark.parametrize("text, message", [
