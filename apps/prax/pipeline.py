@@ -20,6 +20,7 @@ from apps.prax import dsl, rsa
 from apps.prax.dsl import Example
 from apps.prax.model import load_listener
 from apps.prax.tokens import EOS_ID, PAD_ID, PROGRAM_ID, decode_program, encode_listener_input
+from shared.bounded import request_memory_bytes
 from shared.errors import UserInputError
 from shared.pipeline import Callback, Pipeline, PipelineOutput
 
@@ -30,6 +31,10 @@ MAX_K = 50
 TOP_P = 0.9
 TOP_K = 50  # transformers' generation default, which upstream inherited alongside top_p
 MAX_NEW_TOKENS = 128
+# One request's sampling work: samples x listener input tokens. Decoding attends over every input token for every
+# sample (on 2 CPU cores the tiny listener draws 100 samples over 3,062 tokens in ~20 s), so a request over this is
+# refused with the largest sample count its examples allow.
+MAX_SAMPLED_TOKENS = 250_000
 
 
 @dataclass(frozen=True)
@@ -111,10 +116,17 @@ class PraxPipeline(Pipeline):
     def check_inputs(cls, examples: Sequence, k=DEFAULT_K,
                      num_samples=DEFAULT_SAMPLES) -> tuple[tuple[Example, ...], int, int]:
         """All of PraX's input checks, without weights: the examples (count, length, characters, labels, no string
-        both + and -: ``dsl.validate_examples``), ``k`` and ``num_samples``. Returns them normalised."""
+        both + and -: ``dsl.validate_examples``), ``k``, ``num_samples``, and the sampling work they make together
+        (``MAX_SAMPLED_TOKENS``). Returns them normalised."""
         examples = tuple(dsl.validate_examples(examples))
         k = _check_int("k", "k (how many guesses)", k, 1, MAX_K)
         num_samples = _check_int("num_samples", "The number of samples", num_samples, 1, MAX_SAMPLES)
+        tokens = len(encode_listener_input(examples))
+        if num_samples * tokens > MAX_SAMPLED_TOKENS:
+            most = max(1, MAX_SAMPLED_TOKENS // tokens)
+            raise UserInputError(f"{num_samples} samples over examples this long ({tokens:,} bytes for the listener) "
+                                 f"is more sampling than one request may do here; use at most {most} samples, or "
+                                 "fewer or shorter examples.", argument="num_samples")
         return examples, k, num_samples
 
     # ------------------------------------------------------------ sampling
@@ -146,11 +158,45 @@ class PraxPipeline(Pipeline):
         tokens = tokens.tolist()
         return [[(decode_program(tokens[i * n + j]), logp[i * n + j]) for j in range(n)] for i in range(len(specs))]
 
-    def _plan(self, n_specs: int, num_samples: int) -> list[tuple[list[int], int]]:
+    def sequence_bytes(self, input_tokens: int) -> int:
+        """Working memory of one sampled sequence over ``input_tokens`` listener input tokens, an upper estimate:
+        generate() copies the encoder's output for every sequence and caches every decoder layer's cross-attention
+        keys and values over it, and keeps each step's logits (in float32)."""
+        config = self.model.config
+        cross_kv = config.num_decoder_layers * 2 * config.num_heads * config.d_kv
+        width = torch.tensor([], dtype=self.dtype).element_size()
+        per_sequence = input_tokens * (config.d_model + cross_kv) * width
+        per_sequence += self.max_new_tokens * (cross_kv * width + config.vocab_size * 4 * 2)
+        return 2 * per_sequence  # activations and temporaries beside what stays
+
+    def encoder_bytes(self, input_tokens: int) -> int:
+        """Working memory of encoding one spec, an upper estimate: T5 attention holds the relative position bias and
+        each layer's scores and their softmax, each ``num_heads x input_tokens^2`` (470 MB at 3,062 tokens for the
+        tiny listener, whatever the number of samples)."""
+        config = self.model.config
+        width = torch.tensor([], dtype=self.dtype).element_size()
+        return 4 * config.num_heads * input_tokens**2 * max(width, 4)  # the softmax runs in float32
+
+    def batch_limit(self, input_tokens: int) -> int:
+        """Sequences per generate() call: ``max_batch``, fewer where their memory would pass the request budget."""
+        room = request_memory_bytes() - self.encoder_bytes(input_tokens)
+        fits = max(0, room) // self.sequence_bytes(input_tokens)
+        if fits < 1:
+            raise UserInputError("These examples are too long for one listener pass within this hub's memory "
+                                 "budget per request; use fewer or shorter examples.", argument="examples")
+        return min(self.max_batch, fits)
+
+    def calls(self, specs: Sequence[Sequence[Example]], num_samples: int) -> list[tuple[list[int], int]]:
+        """``_plan`` for these specs, each call within the request's memory budget (``batch_limit``)."""
+        longest = max((len(encode_listener_input(spec)) for spec in specs), default=1)
+        return self._plan(len(specs), num_samples, self.batch_limit(longest))
+
+    def _plan(self, n_specs: int, num_samples: int, max_batch: int | None = None) -> list[tuple[list[int], int]]:
         """The generate() calls that draw ``num_samples`` per spec: (spec indices, samples each), at most
-        ``max_batch`` sequences per call."""
-        per_call = max(1, min(num_samples, self.max_batch))
-        specs_per_call = max(1, self.max_batch // per_call)
+        ``max_batch`` sequences per call (default ``self.max_batch``)."""
+        max_batch = max_batch or self.max_batch
+        per_call = max(1, min(num_samples, max_batch))
+        specs_per_call = max(1, max_batch // per_call)
         calls = []
         for start in range(0, n_specs, specs_per_call):
             group = list(range(start, min(n_specs, start + specs_per_call)))
@@ -165,7 +211,7 @@ class PraxPipeline(Pipeline):
         if seed is not None:
             torch.manual_seed(seed)
         results: list[list[tuple[str, float]]] = [[] for _ in specs]
-        calls = self._plan(len(specs), num_samples)
+        calls = self.calls(specs, num_samples)
         for step, (group, n) in enumerate(calls, 1):
             for i, samples in zip(group, self._generate([specs[i] for i in group], n), strict=True):
                 results[i].extend(samples)
@@ -213,7 +259,7 @@ class PraxPipeline(Pipeline):
         samples = self.sample_programs(specs, num_samples, seed=seed, callback=callback, extra_steps=1)
         results = [self.rank(spec, s, k, self.name) for spec, s in zip(specs, samples, strict=True)]
         if callback is not None:
-            total = len(self._plan(len(specs), num_samples)) + 1
+            total = len(self.calls(specs, num_samples)) + 1
             callback(total, total)
         return results
 
