@@ -25,6 +25,9 @@ if TYPE_CHECKING:  # the pipeline module imports torch: pages import it only whe
     from apps.tag2text.pipeline import Tag, Tag2TextImageResult, Tag2TextInputs, Tag2TextOutput
 
 EXAMPLES_DIR = Path(__file__).resolve().parent / "examples"
+GRADIO_FILE = "gradio.FileData"  # the mark of a file reference that Gradio checks before an endpoint runs
+NOT_AN_UPLOAD = ("{argument} must be an uploaded file: send it with gradio_client's handle_file, @gradio/client's "
+                 "handle_file, or over MCP as a data URI; a path or a bare file name is not read.")
 DEFAULT_THRESHOLD = OFFICIAL_THRESHOLD
 UPLOAD_TYPES = sorted(IMAGE_SUFFIXES)  # what the upload widgets accept (plus ".zip" for a batch)
 WORKS_WITHOUT_WEIGHTS = ""  # nothing on this page runs without the weights
@@ -64,6 +67,28 @@ def upload_paths(values: Any) -> list[Any]:
     return [upload_path(v) for v in (values if isinstance(values, (list, tuple)) else [values])]
 
 
+def api_file(value: Any, argument: str) -> Path | None:
+    """An endpoint's file argument as the pipeline takes it, only where Gradio checked it: a file reference marked
+    ``gradio.FileData`` (what gradio_client's handle_file, @gradio/client and MCP send), whose path Gradio confirmed
+    is an upload before the endpoint runs. A plain string, or a reference without Gradio's mark, would name a path on
+    the server (any image there could be read, any file's existence probed): refused."""
+    if value is None:
+        return None
+    meta = value.get("meta") if isinstance(value, dict) else getattr(value, "meta", None)
+    mark = meta.get("_type") if isinstance(meta, dict) else None
+    path = value.get("path") if isinstance(value, dict) else getattr(value, "path", None)
+    if mark != GRADIO_FILE or not isinstance(path, str):
+        raise UserInputError(NOT_AN_UPLOAD.format(argument=argument), argument=argument)
+    return Path(path)
+
+
+def api_files(values: Any, argument: str) -> list[Path | None]:
+    """``api_file`` for each of a multi-file argument (one reference, or a list of them)."""
+    if values is None:
+        return []
+    return [api_file(v, argument) for v in (values if isinstance(values, (list, tuple)) else [values])]
+
+
 def precision_note() -> str:
     """The settings' line on precision (torch is not imported: the hub starts without it)."""
     return device.precision_note(DEMO.cpu_dtype, DEMO.gpu_dtype, SPEED_NOTE)
@@ -74,22 +99,22 @@ def precision_note() -> str:
 
 def check_image(image: Any, threshold: Any, user_tags: Any) -> Tag2TextInputs:
     """The ``tag_image`` endpoint's inputs: ``UserInputError.argument`` is "image", "threshold" or "user_tags"."""
-    return _checked(upload_path(image), threshold, user_tags, images_input="image")
+    return _checked(api_file(image, "image"), threshold, user_tags, images_input="image")
 
 
 def check_batch(files: Any, threshold: Any, user_tags: Any) -> Tag2TextInputs:
     """The ``tag_batch`` endpoint's inputs: ``UserInputError.argument`` is "files", "threshold" or "user_tags"."""
-    return _checked(upload_paths(files), threshold, user_tags, images_input="files")
+    return _checked(api_files(files, "files"), threshold, user_tags, images_input="files")
 
 
 def check_image_tab(image: Any, threshold: Any, user_tags: Any, weights_name: str | None) -> Tag2TextInputs:
     """The "One image" tab's inputs (the weights choice is the page's server-side state: nothing to check)."""
-    return check_image(image, threshold, user_tags)
+    return _checked(upload_path(image), threshold, user_tags, images_input="image")
 
 
 def check_batch_tab(files: Any, threshold: Any, user_tags: Any, weights_name: str | None) -> Tag2TextInputs:
     """The "Batch" tab's inputs (as ``check_image_tab``)."""
-    return check_batch(files, threshold, user_tags)
+    return _checked(upload_paths(files), threshold, user_tags, images_input="files")
 
 
 def _checked(images: Any, threshold: Any, user_tags: Any, images_input: str) -> Tag2TextInputs:

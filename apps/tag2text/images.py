@@ -244,7 +244,11 @@ def reduction_factors(size: tuple[int, int]) -> tuple[int, int]:
 
 
 def _check_file(path: Path, name: str) -> None:
-    if not path.is_file():
+    try:
+        found = path.is_file()
+    except OSError:  # e.g. a name longer than the file system allows
+        found = False
+    if not found:
         raise UserInputError(f"{name}: the file was not found; upload it again.")
     _check_bytes(path.stat().st_size, name)
 

@@ -126,7 +126,7 @@ def _api_endpoints(ctx: DemoContext) -> None:
             {"results": [{"name", "tags": [{"index", "name", "score"}], "caption", "user_tags", "caption_tags"}],
             "threshold", "skipped"}: one result for the image.
         """
-        return actions.tag_image(ctx, image, threshold, user_tags).to_dict()
+        return actions.tag_image(ctx, actions.api_file(image, "image"), threshold, user_tags).to_dict()
 
     def tag_batch(files: list[gr.FileData], threshold: float = actions.DEFAULT_THRESHOLD, user_tags: str = "") -> dict:
         """Tag and caption several images, or zip archives of images, with Tag2Text (one result per image, in order).
@@ -140,7 +140,7 @@ def _api_endpoints(ctx: DemoContext) -> None:
         Returns:
             the same form as tag_image, one entry of "results" per image; "skipped" names unreadable zip members.
         """
-        return actions.tag_batch(ctx, files, threshold, user_tags).to_dict()
+        return actions.tag_batch(ctx, actions.api_files(files, "files"), threshold, user_tags).to_dict()
 
     ui.api(ui.model_call(tag_image), api_name="tag_image", check=actions.check_image, **ui.model_events(ctx))
     ui.api(ui.model_call(tag_batch), api_name="tag_batch", check=actions.check_batch, **ui.model_events(ctx))

@@ -275,7 +275,7 @@ class _Progress:
 def _check_threshold(value: Any) -> float:
     try:
         value = float(value)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):  # OverflowError: an int of hundreds of digits
         raise UserInputError(f"The threshold must be a number between 0 and 1, not {value!r}.",
                              argument="threshold") from None
     if math.isnan(value) or not 0.0 <= value <= 1.0:
