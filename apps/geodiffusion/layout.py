@@ -220,6 +220,9 @@ def load_layout_data(data: str | dict | list | Layout | None) -> dict:
         except RecursionError:  # thousands of nested brackets: Python's JSON reader gives up
             raise UserInputError('The layout JSON is nested far too deeply; a layout is {"bbox": [[label, x1, y1, '
                                  'x2, y2], ...]} and needs three levels.') from None
+        except ValueError:  # an integer of over 4,300 digits: Python refuses to convert it
+            raise UserInputError("The layout JSON holds a number of thousands of digits; coordinates are fractions "
+                                 "of the image size such as 0.25.") from None
     if isinstance(data, list):
         data = {"bbox": data}
     if not isinstance(data, dict):

@@ -241,10 +241,10 @@ def _number(value: Any, what: str, argument: str, low: float, high: float, *, wh
         except (TypeError, ValueError):
             number = math.nan
     span = f"between {_text(low)} and {_text(high)}{hint}"
-    if not math.isfinite(number) or (whole and number != int(number)):
+    if isinstance(number, float) and (not math.isfinite(number) or (whole and not number.is_integer())):
         kind = "a whole number" if whole else "a number"
         raise UserInputError(f"{what} must be {kind} {span}; got {value!r}.", argument=argument)
-    if not low <= number <= high:
+    if not low <= number <= high:  # an int is compared exactly: one of thousands of digits has no float
         side = "below the minimum" if number < low else "above the maximum"
         raise UserInputError(f"{what} must be {span}; got {value}, {side}.", argument=argument)
     return int(number) if whole else float(number)
