@@ -67,7 +67,8 @@ def check_synthesize(examples, weights, k) -> None:
 def check_suggest(examples) -> None:
     """The ``/suggest`` endpoint's input. (A check has exactly its event's inputs as parameters: Gradio fills any
     further parameter with its default and the validator's answer would no longer line up with the inputs.)"""
-    DEMO.pipeline_class().check_inputs(examples)
+    pipeline = DEMO.pipeline_class()
+    pipeline.check_inputs(examples, num_samples=pipeline.suggest_samples)
 
 
 def check_suggest_example(examples, weights) -> None:
@@ -92,7 +93,9 @@ def add_example(examples: Sequence[dict], string: str, label: str, game: dict | 
     running = Game.from_dict(game)
     if running is not None:
         running.check_label(string, label)
-    checked, _, _ = DEMO.pipeline_class().check_inputs([*examples, {"string": string, "label": label}])
+    # Adding samples nothing: num_samples=1 asks only that the examples can be sampled at all.
+    checked, _, _ = DEMO.pipeline_class().check_inputs([*examples, {"string": string, "label": label}],
+                                                       num_samples=1)
     return [e.to_dict() for e in checked]
 
 

@@ -95,6 +95,7 @@ class PraxPipeline(Pipeline):
     """A ByT5 listener: ``PraxPipeline.from_pretrained(folder)(examples) -> PraxOutput``."""
 
     output_class = PraxOutput
+    suggest_samples = 100  # samples suggest_example draws (the official Space's setting)
 
     def __init__(self, model, device: str | torch.device = "cpu", dtype: torch.dtype = torch.float32,
                  name: str = "", max_batch: int = 1024):
@@ -271,7 +272,7 @@ class PraxPipeline(Pipeline):
 
     # ------------------------------------------------------------ informative examples
 
-    def suggest_example(self, examples: Sequence, num_samples: int = 100, seed: int | None = 0,
+    def suggest_example(self, examples: Sequence, num_samples: int = suggest_samples, seed: int | None = 0,
                         positives_per_program: int = 3, negatives: int = 40, max_programs: int = 30,
                         callback: Callback | None = None) -> PraxSuggestion:
         """The next example that best singles out the listener's top guess h* among its candidates (RSA S1).
