@@ -32,6 +32,15 @@ def model_events(ctx: DemoContext) -> dict[str, Any]:
     return {"concurrency_id": ctx.demo.id, "concurrency_limit": ctx.concurrency}
 
 
+def work_events(ctx: DemoContext) -> dict[str, Any]:
+    """Events whose long work runs in the bounded worker processes (``shared.bounded``: a conformer, say): one
+    concurrency group per demo that lets as many through as there are workers, so one visitor's slow molecule
+    never holds up another's while a worker is free, and the rest wait in the queue, where a page shows its place."""
+    from shared.bounded import WORKERS
+
+    return {"concurrency_id": f"{ctx.demo.id}-work", "concurrency_limit": WORKERS}
+
+
 def output_folder(prefix: str) -> Path:
     """A fresh folder under Gradio's cache for files a handler returns; older ones are removed on the way."""
     from gradio.utils import get_upload_folder

@@ -70,14 +70,15 @@ def build(ctx: DemoContext) -> gr.Blocks:
         shown = [o["depiction"], o["viewer"], table, o["info"]]
         view_inputs = [i["smiles"], i["sdf"], i["seed"]]
         for trigger in (i["show_btn"].click, i["smiles"].submit, i["sdf"].upload):
-            trigger(show, view_inputs, shown, validator=ui.validator(actions.check_show), api_visibility="private")
+            trigger(show, view_inputs, shown, validator=ui.validator(actions.check_show), api_visibility="private",
+                    **ui.work_events(ctx))
         i["ask_btn"].click(ask_with_views, [i["smiles"], i["sdf"], i["task"], i["question"], i["weights"], i["seed"]],
                            [*shown, o["answer"]], validator=ui.validator(actions.check_ask),
                            api_visibility="private", **ui.model_events(ctx))
         i["weights"].change(lambda name: ui.weights_notice(ctx, name, actions.WORKS_WITHOUT_WEIGHTS), i["weights"],
                             status, api_visibility="private")
         _api(ctx)
-        demo.load(show, view_inputs, shown, api_visibility="private")
+        demo.load(show, view_inputs, shown, api_visibility="private", **ui.work_events(ctx))
     return demo
 
 
@@ -118,7 +119,8 @@ def _api(ctx: DemoContext) -> None:
 
     ui.api(ask, api_name="ask", check=actions.check_api, **ui.model_events(ctx))
     # No model and no GPU: outside the demo's model queue group, like the page's "Show conformer".
-    ui.api(molecule_properties, api_name="molecule_properties", check=actions.check_properties)
+    ui.api(molecule_properties, api_name="molecule_properties", check=actions.check_properties,
+           **ui.work_events(ctx))
 
 
 if __name__ == "__main__":
