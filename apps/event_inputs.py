@@ -78,13 +78,24 @@ def value_problem(component: Any, value: Any, label: str) -> str | None:
         count = len(getattr(component, "samples", None) or ())
         if value is not None and (not isinstance(value, int) or isinstance(value, bool) or not 0 <= value < count):
             return f"“{label}” has {count} examples; pick one by its number, 0 to {count - 1}."
-    elif kind in _FILES:
-        if value is not None and not isinstance(value, (dict, list, str)):
-            return f"“{label}” must be a file (upload it first, then send its reference)."
+    elif kind in _FILES and value is not None:
+        many = kind == "Gallery" or getattr(component, "file_count", "single") in ("multiple", "directory")
+        if many != isinstance(value, list) or not all(map(_file_reference, value if many else [value])):
+            what = "a list of uploaded files" if many else "an uploaded file"
+            return f"“{label}” must be {what}: upload first, then send the file reference the upload returns."
     elif kind in _TABLE:
         if value is not None and not isinstance(value, (dict, list)):
             return f"“{label}” must be a table."
     return None
+
+
+def _file_reference(value: Any) -> bool:
+    """A file reference (Gradio's FileData: a "path" or "url" string), or a gallery item holding one."""
+    if isinstance(value, dict) and isinstance(value.get("image", value.get("video")), dict):
+        value = value.get("image", value.get("video"))
+    elif isinstance(value, list) and len(value) == 2:  # a gallery item as [file, caption]
+        value = value[0]
+    return isinstance(value, dict) and isinstance(value.get("path") or value.get("url"), str)
 
 
 def size_problem(values: list) -> str | None:

@@ -150,7 +150,7 @@ def clean_stream(chunk: bytes, path: str) -> bytes:
     """One chunk of an event stream (``/queue/data``, ``/call/<name>/<id>``) with any failed event's error made a
     sentence: Gradio sends no text (null) for an exception that is not a ``gr.Error``, and the hub shows no
     library text either way."""
-    if b'"success":false' not in chunk and b'"success": false' not in chunk and b"event: error" not in chunk:
+    if not any(mark in chunk for mark in (b'"success":false', b'"success": false', b"event: error", b'"isError":true')):
         return chunk
     lines, event = chunk.split(b"\n"), b""
     for i, line in enumerate(lines):
@@ -169,8 +169,14 @@ def clean_stream(chunk: bytes, path: str) -> bytes:
 
 def _clean_message(payload: Any, event: bytes, path: str) -> Any:
     """``payload`` with its error made a sentence, or None when it needs nothing. Errors travel as the data of an
-    ``error`` event (``/call`` streams: text, or an object with ``error``) or in a failed ``process_completed``
-    message's ``output`` (``/queue/data``)."""
+    ``error`` event (``/call`` streams: text, or an object with ``error``), in a failed ``process_completed``
+    message's ``output`` (``/queue/data``), or as an MCP tool's error result (text an agent reads: cut, not
+    escaped; the MCP library's own schema errors quote a visitor's whole argument)."""
+    result = payload.get("result") if isinstance(payload, dict) else None
+    if isinstance(result, dict) and result.get("isError") and isinstance(result.get("content"), list):
+        content = [{**c, "text": shorten(c["text"], markup=False)} if isinstance(c, dict) and isinstance(
+            c.get("text"), str) else c for c in result["content"]]
+        return None if content == result["content"] else {**payload, "result": {**result, "content": content}}
     if event == b"error":
         holder, key = (payload, "error") if isinstance(payload, dict) else (None, None)
     elif isinstance(payload, dict) and payload.get("msg") == "process_completed" and not payload.get("success"):

@@ -28,7 +28,12 @@ from apps.event_inputs import MAX_DEPTH, NOT_UNICODE, TOO_FEW, inputs_problem, v
     (gr.Dataset(components=[gr.Textbox()], samples=[["x"], ["y"]], label="Scenes"), 10**9,
      "“Scenes” has 2 examples; pick one by its number, 0 to 1."),
     (gr.Dataset(components=[gr.Textbox()], samples=[["x"]], label="Scenes"), "0", "“Scenes” has 1 examples"),
-    (gr.File(label="SDF"), 42, "“SDF” must be a file"),
+    (gr.File(label="SDF"), 42, "“SDF” must be an uploaded file"),
+    (gr.File(label="SDF"), "/etc/passwd", "“SDF” must be an uploaded file"),
+    (gr.File(label="SDF"), {"path": 7}, "“SDF” must be an uploaded file"),
+    (gr.File(label="SDF"), [{"path": "x"}], "“SDF” must be an uploaded file"),
+    (gr.File(label="Images", file_count="multiple"), {"path": "x"}, "“Images” must be a list of uploaded files"),
+    (gr.File(label="Images", file_count="multiple"), [{"path": "x"}, None], "“Images” must be a list of uploaded"),
     (gr.Dataframe(label="Boxes"), "table", "“Boxes” must be a table."),
 ])
 def test_a_value_of_the_wrong_form_is_named_with_the_input_label(component, value, expected):
@@ -40,6 +45,8 @@ def test_a_value_of_the_wrong_form_is_named_with_the_input_label(component, valu
     (gr.Checkbox(), False), (gr.Textbox(), None), (gr.Textbox(), "CCO"), (gr.Dropdown(["a", "b"]), "b"),
     (gr.Dropdown(["a"], allow_custom_value=True), "anything"), (gr.Radio([("Fast", "fast")]), "fast"),
     (gr.CheckboxGroup([("ab +", 0), ("cd -", 1)]), [1, 0]), (gr.File(), {"path": "x", "meta": {}}),
+    (gr.File(file_count="multiple"), [{"path": "a"}, {"url": "/gradio_api/file=b"}]),
+    (gr.Gallery(), [{"image": {"path": "a"}, "caption": None}, [{"path": "b"}, "cap"]]),
     (gr.Dataset(components=[gr.Textbox()], samples=[["x"], ["y"]]), 1), (gr.JSON(), {"any": [1, {"thing": 2}]}),
     (gr.State(), object()),
 ])
