@@ -84,7 +84,7 @@ def start_hub(root: Path, args: list[str], env: dict[str, str], port: int) -> Ru
         if process.poll() is not None:
             raise AssertionError(f"demohub serve exited ({process.returncode}):\n{(root / 'hub.log').read_text()}")
         try:
-            if requests.get(f"{url}/config", timeout=2).status_code == 200:
+            if requests.get(f"{url}/config", timeout=2).status_code in (200, 401):  # 401: a hub behind --auth
                 return RunningHub(url, process, root)
         except requests.ConnectionError:
             pass

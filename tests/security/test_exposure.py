@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 import requests
 from gradio_client import Client
+from PIL import Image
 
 from apps.event_inputs import NOT_UPLOADED
 from shared.weights import REPO_ROOT
@@ -144,3 +145,24 @@ def test_private_hub_serves_its_users(private_hub):
     result = client.predict(*HONEST_PRAX, api_name="/synthesize")
     client.close()
     assert result["weights"] == "tiny-literal" and result["candidates"]
+
+
+@pytest.mark.parametrize("api_name", ["tag_image", "tag_batch"])
+def test_an_endpoint_never_reads_a_server_file_its_caller_names(public_hub, api_name):
+    """A path string, or a file reference without Gradio's mark, would name a file on the server: the endpoint
+    refuses both with the same sentence whether the file exists or not (no image read, no existence oracle)."""
+    from apps.tag2text.actions import NOT_AN_UPLOAD
+
+    secret = public_hub.root / "private" / "private.png"  # outside the hub's cwd, which must stay empty
+    secret.parent.mkdir(exist_ok=True)
+    Image.new("RGB", (64, 64), (10, 200, 10)).save(secret)
+    sentences = set()
+    for target in (str(secret), str(secret) + ".missing", "private.png"):
+        for value in (target, {"path": target}, {"path": target, "meta": {"_type": "not-gradio"}}):
+            data = [[value] if api_name == "tag_batch" else value, 0.68, ""]
+            answer = raw.call(public_hub.url, api_name, data)
+            assert not answer.ok and answer.status == 422, (target, value)
+            sentences.add(answer.message)
+    argument = "files" if api_name == "tag_batch" else "image"
+    assert sentences == {NOT_AN_UPLOAD.format(argument=argument)}
+    honest_request_works(public_hub.url)
