@@ -10,13 +10,13 @@ come back as themselves (a ``UserInputError`` keeps its sentence and argument); 
 
 from __future__ import annotations
 
+import functools
 import logging
 import multiprocessing
 import os
 import queue
 import resource
 import signal
-import threading
 from collections.abc import Callable
 from typing import Any
 
@@ -137,17 +137,10 @@ class WorkerPool:
                 worker.kill()
 
 
-_pool: WorkerPool | None = None
-_pool_lock = threading.Lock()
-
-
+@functools.cache
 def pool() -> WorkerPool:
-    """The process's one pool of bounded-work workers."""
-    global _pool
-    with _pool_lock:
-        if _pool is None:
-            _pool = WorkerPool()
-        return _pool
+    """The process's one pool of bounded-work workers (its workers start on first use)."""
+    return WorkerPool()
 
 
 def run_bounded(fn: Callable[..., Any], *args: Any, seconds: float, too_long: str) -> Any:

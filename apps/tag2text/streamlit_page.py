@@ -20,7 +20,7 @@ with st.expander("Precision and speed"):
 if st.button("Tag and caption", type="primary"):
     source = upload.getvalue() if upload is not None else examples[example]
     try:
-        actions.check_image(source, threshold, user_tags)
+        actions.check_image_tab(source, threshold, user_tags, weights_name)  # the page's own file, not a caller's
         bar = st.progress(0.0, text="Tagging and captioning")
         output = actions.tag_image(ctx, source, threshold, user_tags, weights_name,
                                    callback=lambda step, total: bar.progress(step / total, text="Beam search"))

@@ -13,14 +13,20 @@ from tests.robustness.cases import make_files
 pytestmark = pytest.mark.browser
 
 
-@pytest.fixture
-def person(browser, robust_hub):
-    context = browser.new_context(viewport={"width": 1400, "height": 1800})
+def visitor(browser, robust_hub, width: int, height: int):
+    """A page of the robust hub in a fresh browser context ``width`` px wide; its console errors are collected."""
+    context = browser.new_context(viewport={"width": width, "height": height})
     page = context.new_page()
     page.console_errors = []
     page.on("console", lambda m: m.type == "error" and page.console_errors.append(m.text))
     page.on("pageerror", lambda e: page.console_errors.append(str(e)))
     page.base = robust_hub[0]
+    return context, page
+
+
+@pytest.fixture
+def person(browser, robust_hub):
+    context, page = visitor(browser, robust_hub, 1400, 1800)
     yield page
     context.close()
 
@@ -93,3 +99,46 @@ def test_geodiffusion_generate_from_the_default_layout(person, tmp_path):
            ).to_be_visible(timeout=180_000)
     person.screenshot(path=tmp_path / "geodiffusion.png", full_page=True)
     assert person.console_errors == []
+
+
+@pytest.fixture
+def narrow(browser, robust_hub):
+    """A visitor reading a paper page: 720 px wide."""
+    context, page = visitor(browser, robust_hub, 720, 1400)
+    yield page
+    context.close()
+
+
+def test_tag2text_example_thumbnails_come_by_name_and_a_click_runs_at_720px(narrow, tmp_path):
+    narrow.goto(f"{narrow.base}/tag2text")
+    thumbnail = narrow.locator("img[alt='beach']")
+    expect(thumbnail).to_be_visible(timeout=60_000)
+    assert "/demohub/examples/tag2text/beach.png" in thumbnail.get_attribute("src")
+    assert thumbnail.evaluate("img => img.complete && img.naturalWidth > 0"), "the thumbnail loaded"
+    tags = narrow.get_by_label("Your tags (optional)")
+    tags.press_sequentially("sky,, snu", delay=20)  # typed fast, with a slip...
+    tags.fill("sky, sun")  # ...and fixed
+    thumbnail.click()
+    expect(narrow.locator("[data-testid='image'] img, .image-container img").first).to_be_visible(timeout=60_000)
+    narrow.get_by_role("button", name="Tag and caption", exact=True).click()
+    expect(narrow.get_by_role("textbox", name="Caption", exact=True)).to_have_value(re.compile(r"\w"),
+                                                                                   timeout=120_000)
+    expect(narrow.get_by_role("textbox", name="Your tags used for the caption")).to_have_value("sky, sun")
+    assert narrow.evaluate("document.documentElement.scrollWidth") <= 720, "nothing runs off the side at 720 px"
+    narrow.screenshot(path=tmp_path / "tag2text-720.png", full_page=True)
+    assert narrow.console_errors == []
+
+
+def test_prax_error_toast_shows_a_visitors_markup_as_text_and_the_box_stays_usable(narrow, tmp_path):
+    narrow.goto(f"{narrow.base}/prax")
+    box = narrow.get_by_label("Example string")
+    box.press_sequentially("<b>bold</b>é", delay=20)  # é: not printable ASCII, refused with the string quoted back
+    narrow.get_by_role("button", name="+ should match").click()
+    toast = narrow.locator("[data-testid='toast-body']")
+    expect(toast).to_contain_text("The example '<b>bold</b>é' contains the character 'é'", timeout=60_000)
+    assert toast.locator("b").count() == 0, "the visitor's <b> stayed text"
+    box.fill("<b>bold</b>")  # the fix: printable ASCII, markup and all
+    narrow.get_by_role("button", name="+ should match").click()
+    expect(box).to_have_value("", timeout=60_000)
+    expect(narrow.get_by_text("<b>bold</b>", exact=False).first).to_be_visible()
+    narrow.screenshot(path=tmp_path / "prax-toast-720.png", full_page=True)
