@@ -63,15 +63,17 @@ def value_problem(component: Any, value: Any, label: str) -> str | None:
         if not isinstance(value, bool):
             return f"“{label}” must be true or false."
     elif kind in _CHOICE or kind == "CheckboxGroup":
+        if value is None:
+            return None
         many = kind == "CheckboxGroup" or getattr(component, "multiselect", False)
-        chosen = value if many and isinstance(value, list) else [value]
-        if value is None or (many and not isinstance(value, list)):
-            return None if value is None else f"“{label}” must be a list of its choices."
-        if getattr(component, "allow_custom_value", False):
-            return None if all(isinstance(v, _SCALAR) and not isinstance(v, bool) for v in chosen) else (
-                f"“{label}” must be text.")
+        if many and not isinstance(value, list):
+            return f"“{label}” must be a list of its choices."
+        chosen = value if many else [value]
+        custom = getattr(component, "allow_custom_value", False)
         offered = [c[1] if isinstance(c, (list, tuple)) else c for c in getattr(component, "choices", None) or ()]
-        if any(isinstance(v, bool) or not isinstance(v, _SCALAR) or v not in offered for v in chosen):
+        if not all(isinstance(v, _SCALAR) and not isinstance(v, bool) and (custom or v in offered) for v in chosen):
+            if custom:
+                return f"“{label}” must be text."
             names = ", ".join(map(str, offered[:8])) + (", …" if len(offered) > 8 else "")
             return f"“{label}” must be one of its choices ({names})." if offered else f"“{label}” has no choices yet."
     elif kind == "Dataset":

@@ -121,11 +121,18 @@ def clean_error(status: int, body: bytes, path: str) -> bytes | None:
     if isinstance(detail, list) and detail and all(isinstance(d, dict) and "loc" in d for d in detail):
         log.info("refused a request of the wrong form on %s: %s", path, str(detail)[:500])
         return _with(payload, key, request_shape_sentence(detail))
-    if isinstance(detail, str) and detail.strip() and not looks_internal(detail):
-        original = payload[key] if key else payload
-        return None if shorten(detail) == original else _with(payload, key, shorten(detail))
-    error_id = _logged(status, path, detail if isinstance(detail, str) else json.dumps(detail))
-    return _with(payload, key, (INTERNAL if status >= 500 or not detail else UNREADABLE).format(error_id=error_id))
+    sentence = visitor_sentence(detail, status, path)
+    return None if sentence == (payload[key] if key else payload) else _with(payload, key, sentence)
+
+
+def visitor_sentence(error: Any, status: int, path: str) -> str:
+    """What a visitor reads for ``error``: its text cut and escaped (``shorten``) when it is a sentence, else a
+    sentence with an error id (``INTERNAL`` for a server error or an empty one, ``UNREADABLE`` for a library's text
+    in a 4xx); the original goes to the log under the id."""
+    if isinstance(error, str) and error.strip() and not looks_internal(error):
+        return shorten(error)
+    error_id = _logged(status, path, error if isinstance(error, str) else json.dumps(error))
+    return (INTERNAL if status >= 500 or not error else UNREADABLE).format(error_id=error_id)
 
 
 def _unquoted(detail: Any) -> Any:
@@ -184,12 +191,9 @@ def _clean_message(payload: Any, event: bytes, path: str) -> Any:
     else:
         return None
     error = holder.get(key) if holder is not None else payload
-    if error and isinstance(error, str) and not looks_internal(error):
-        if shorten(error) == error:
-            return None
-        sentence = shorten(error)
-    else:
-        sentence = INTERNAL.format(error_id=_logged(500, path, str(error)))
+    sentence = visitor_sentence(error, 500, path)
+    if sentence == error:
+        return None
     if holder is None:
         return sentence
     cleaned = {**holder, key: sentence}

@@ -3,10 +3,13 @@
 Gradio gives the upload limit, login, monitoring switch, cache deletion and the queue. On top of it:
 - queue admission (``admit``): a bounded queue with a sentence when busy, a cap on pending jobs per session, and no
   file input that names a web address (the server would fetch it) unless the operator allows it;
-- ``HubGuard``, an ASGI middleware: upload requests need a declared size within bounds and leave the disk a reserve;
-  ``/demohub/operator/stats`` answers only with the operator's token (written to a file only the operator can read);
-  the MCP routes (``/gradio_api/mcp/``, ``/gradio_api/mcp/sse``) take the hub's login as HTTP Basic credentials
-  (Gradio's ``auth`` does not cover them) and bounded request bodies.
+- ``HubGuard``, an ASGI middleware: every request's body within its route's budget and sent without long pauses, and
+  every error response a sentence (``apps.limits``); upload requests need a declared size and leave the disk a
+  reserve; ``/demohub/operator/stats`` answers only with the operator's token (written to a file only the operator
+  can read); the MCP routes (``/gradio_api/mcp/``, ``/gradio_api/mcp/sse``) take the hub's login as HTTP Basic
+  credentials (Gradio's ``auth`` does not cover them) and declared bodies; example files are served by name.
+- every event's inputs checked for their form before Gradio reads them, and every handler's error a sentence
+  (``apps.event_inputs``); each connection counted and given a deadline for its headers (``guard_connections``).
 - MCP (``settings.mcp``): Gradio serves each public named endpoint as a tool and runs a queued tool call through a
   ``gradio_client`` loopback into the hub's own queue, so validators, admission and downloads rules hold for agents
   too. Our loopback client logs in behind ``--auth`` and carries a per-launch secret; with it, HubGuard's note of who
@@ -186,8 +189,8 @@ def install_queue_rules(blocks, settings: ServeSettings) -> None:
 
 
 class HubGuard:
-    """ASGI middleware: bounded uploads with a disk reserve, the operator-only stats route, and the MCP routes' login,
-    body bound and caller note."""
+    """ASGI middleware: every request's body budget and deadline and clean error responses, uploads with a disk
+    reserve, the operator-only stats route, example files by name, and the MCP routes' login and caller note."""
 
     def __init__(self, app, settings: ServeSettings, token: str, stats: Callable[[], dict], upload_dir: str,
                  loopback_secret: str = "", examples: Callable[[str, str], Path | None] = lambda demo, name: None):
@@ -216,19 +219,26 @@ class HubGuard:
         declared = declared_length(dict(scope["headers"]))
         if declared is not None and declared > limit:
             log.info("refused a %s body on %s", human_bytes(declared), path)
-            return await respond(send, 413, BODY_TOO_BIG.format(
-                size=human_bytes(declared), limit=human_bytes(limit),
-                upload=human_bytes(self.settings.max_file_size * FILES_PER_UPLOAD)), close=True)
+            return await respond(send, 413, self._too_big(path, declared, limit), close=True)
         request = BoundedRequest(receive, send, limit=limit, timeout=self.settings.read_timeout, path=path)
         try:
             await self.app(scope, request.receive, request.send)
         except Exception as error:
             if request.refused:
                 return  # the client was answered (413/408); the route only learnt that it left
-            error_id = report(error)
             if request.started:
                 raise
-            await respond(send, 500, json.dumps({"detail": INTERNAL.format(error_id=error_id)}), "application/json")
+            await respond(send, 500, json.dumps({"detail": INTERNAL.format(error_id=report(error))}),
+                          "application/json")
+
+    def _too_big(self, path: str, size: int, limit: int) -> str:
+        """The sentence for a body of ``size`` bytes over ``path``'s budget of ``limit``."""
+        sizes = {"size": human_bytes(size), "limit": human_bytes(limit)}
+        if _is_upload(path):
+            return UPLOAD_TOO_BIG.format(**sizes)
+        if self.settings.mcp and _MCP_PATH.match(path):
+            return MCP_TOO_BIG.format(**sizes)
+        return BODY_TOO_BIG.format(**sizes, upload=human_bytes(self.settings.max_file_size * FILES_PER_UPLOAD))
 
     def _trusted(self, scope) -> dict:
         """``scope`` without our internal headers, unless it is our MCP loopback's request (it knows the secret)."""
@@ -241,8 +251,8 @@ class HubGuard:
         return {**scope, "headers": [(k, v) for k, v in headers if k not in (LOOPBACK_HEADER, CALLER_HEADER)]}
 
     def _mcp_refusal(self, scope) -> tuple[tuple[int, str, str, list] | None, str]:
-        """(refusal, caller): the login behind --auth and a declared, bounded body; the caller is the login name,
-        else the client's address."""
+        """(refusal, caller): the login behind --auth and a declared body (its budget is every route's check); the
+        caller is the login name, else the client's address."""
         headers = dict(scope["headers"])
         caller = f"addr:{(scope.get('client') or ('unknown',))[0]}"
         if self.settings.auth:
@@ -251,22 +261,16 @@ class HubGuard:
                 return (401, MCP_LOGIN, "text/plain; charset=utf-8",
                         [(b"www-authenticate", b'Basic realm="Paper Demo Hub", charset="UTF-8"')]), caller
             caller = f"user:{user}"
-        if scope["method"] == "POST":
-            length = declared_length(headers)
-            if length is None:
-                return (411, MCP_NO_SIZE), caller
-            limit = mcp_body_limit(self.settings)
-            if length > limit:
-                return (413, MCP_TOO_BIG.format(size=human_bytes(length), limit=human_bytes(limit))), caller
+        if scope["method"] == "POST" and declared_length(headers) is None:
+            return (411, MCP_NO_SIZE), caller
         return None, caller
 
     def _upload_refusal(self, headers: dict[bytes, bytes]) -> tuple[int, str] | None:
         length = declared_length(headers)
         if length is None:
             return 411, UPLOAD_NO_SIZE
-        limit = self.settings.max_file_size * FILES_PER_UPLOAD
-        if length > limit:
-            return 413, UPLOAD_TOO_BIG.format(size=human_bytes(length), limit=human_bytes(limit))
+        if length > body_limit("/gradio_api/upload", self.settings):
+            return None  # the body budget answers it (413)
         if free_bytes(Path(self.upload_dir)) - length < UPLOAD_DISK_RESERVE:
             log.warning("refusing uploads: less than %s free on the upload disk", human_bytes(UPLOAD_DISK_RESERVE))
             return 507, DISK_LOW
