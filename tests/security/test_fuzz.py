@@ -230,10 +230,11 @@ def test_2_bodies_are_bounded_before_parsing_and_before_the_login(warm_hub, auth
     honest_request_works(warm_hub.url)
 
 
-def test_3_streamlit_with_a_login_is_refused_not_served_without_it():
+def test_3_streamlit_with_a_login_is_refused_not_served_without_it(tmp_path):
     port = free_port()
     done = subprocess.run([sys.executable, "-m", "apps.cli", "serve", "--streamlit", "--port", str(port), "--auth",
-                           "ada:lovelace", "--host", "0.0.0.0"], capture_output=True, text=True, timeout=60)
+                           "ada:lovelace", "--host", "0.0.0.0"], capture_output=True, text=True, timeout=60,
+                          cwd=tmp_path)  # the installed hub, as an operator runs it
     assert done.returncode == 2 and "no login of its own" in done.stderr
     with pytest.raises(requests.ConnectionError):
         requests.get(f"http://127.0.0.1:{port}/", timeout=5)
