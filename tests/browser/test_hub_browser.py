@@ -14,9 +14,15 @@ def test_landing_shows_cards_and_catalog(page, hub_url, tmp_path):
     for demo in apps.DEMOS:
         expect(page.locator(f'.demo-card[data-demo="{demo.id}"]')).to_be_visible(timeout=30_000)
     expect(page.locator(".catalog-entry")).to_have_count(len(catalog.load_catalog()))
-    page.get_by_label("Search titles and abstracts").fill("Tag2Text")
-    page.get_by_label("Search titles and abstracts").press("Enter")
+    search = page.get_by_label("Search titles and abstracts")
+    search.press_sequentially("Tag2Txet", delay=15)  # typed fast, with a slip
+    search.press("Enter")
+    expect(page.get_by_text("No paper matches.")).to_be_visible(timeout=15_000)
+    search.fill("Tag2Text")  # fixed
+    search.press("Enter")
     expect(page.locator(".catalog-entry")).to_have_count(1, timeout=15_000)
+    search.fill("x" * 300)
+    assert len(search.input_value()) == catalog.MAX_QUERY_CHARS, "the box stops at the search's limit"
     page.screenshot(path=tmp_path / "landing.png", full_page=True)
     assert page.console_errors == []
 
