@@ -17,7 +17,6 @@ import concurrent.futures
 import io
 import json
 import os
-import socket
 import subprocess
 import sys
 import tempfile
@@ -100,36 +99,9 @@ def jpeg(width: int, height: int) -> bytes:
 def in_session(url: str, config: dict, examples: list[dict], samples: int) -> raw.Answer:
     """The PraX page as a visitor drives it: add each example, then the guesses event with ``samples``."""
     add, update = raw.fn_index(config, "add"), raw.fn_index(config, "update")
-    session = raw.session()
-    for example in examples:
-        raw.join(url, add, [None, example["string"], None], session)
-        raw.results(url, session, 1)
-    status_code, event = raw.join(url, update, [None, "tiny-literal", "tiny-pragmatic", samples, None], session)
-    if status_code != 200:
-        return raw.Answer(False, status_code, str(event))
-    return next(iter(raw.results(url, session, 1, timeout=600).values()))
-
-
-def declared_body(url: str, length: int) -> raw.Answer:
-    host, port = url.split("//")[1].split(":")
-    with socket.create_connection((host, int(port)), timeout=120) as s:
-        s.sendall(f"POST /gradio_api/queue/join HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
-                  f"Content-Length: {length}\r\n\r\n".encode() + b'{"data": ["')
-        chunk = b"x" * 1_000_000
-        sent = 11
-        try:
-            while sent < length - 3:
-                s.sendall(chunk[:min(len(chunk), length - 3 - sent)])
-                sent += len(chunk)
-            s.sendall(b'"]}')
-        except OSError:
-            pass  # the hub answered and closed while the body was still coming
-        reply = b""
-        while data := s.recv(65536):
-            reply += data
-    head, _, body = reply.partition(b"\r\n\r\n")
-    code = int(head.split()[1]) if head else 0
-    return raw.Answer(code == 200, code, body.decode(errors="replace"))
+    events = [(add, [None, example["string"], None]) for example in examples]
+    return raw.in_one_session(url, [*events, (update, [None, "tiny-literal", "tiny-pragmatic", samples, None])],
+                              timeout=600)[-1]
 
 
 def at_once(n: int, action) -> raw.Answer:
@@ -167,7 +139,7 @@ def cases(url: str, config: dict, work: Path) -> list[tuple[str, object]]:
             url, "molecule_properties", [".".join(["c1ccccc1"] * 8000), 42]))),
         ("hostile: C + 14,000 x .[H][H] (98 KB)", lambda: raw.call(
             url, "molecule_properties", ["C" + ".[H][H]" * 14000, 42])),
-        ("hostile: 200 MB JSON body", lambda: declared_body(url, 200_000_000)),
+        ("hostile: 200 MB JSON body", lambda: raw.declared_body(url, "/gradio_api/queue/join", 200_000_000)),
         ("hostile: catalog query of 300 KB", lambda: raw.call(url, "catalog", ["word " * 60_000, False])),
         ("hostile: PraX page, 30 x 100 chars, 500 samples", lambda: in_session(url, config, LONG_EXAMPLES, 500)),
         ("hostile: synthesize 30 x 100 chars (100 samples)", lambda: raw.call(

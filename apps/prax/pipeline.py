@@ -165,7 +165,7 @@ class PraxPipeline(Pipeline):
         keys and values over it, and keeps each step's logits (in float32)."""
         config = self.model.config
         cross_kv = config.num_decoder_layers * 2 * config.num_heads * config.d_kv
-        width = torch.tensor([], dtype=self.dtype).element_size()
+        width = self.dtype.itemsize
         per_sequence = input_tokens * (config.d_model + cross_kv) * width
         per_sequence += self.max_new_tokens * (cross_kv * width + config.vocab_size * 4 * 2)
         return 2 * per_sequence  # activations and temporaries beside what stays
@@ -174,9 +174,7 @@ class PraxPipeline(Pipeline):
         """Working memory of encoding one spec, an upper estimate: T5 attention holds the relative position bias and
         each layer's scores and their softmax, each ``num_heads x input_tokens^2`` (470 MB at 3,062 tokens for the
         tiny listener, whatever the number of samples)."""
-        config = self.model.config
-        width = torch.tensor([], dtype=self.dtype).element_size()
-        return 4 * config.num_heads * input_tokens**2 * max(width, 4)  # the softmax runs in float32
+        return 4 * self.model.config.num_heads * input_tokens**2 * max(self.dtype.itemsize, 4)  # softmax in float32
 
     def batch_limit(self, input_tokens: int) -> int:
         """Sequences per generate() call: ``max_batch``, fewer where their memory would pass the request budget."""

@@ -60,11 +60,16 @@ def upload_path(value: Any) -> Any:
     return Path(value) if isinstance(value, str) else value
 
 
-def upload_paths(values: Any) -> list[Any]:
-    """A multi-file input's value (None, one file, or a list of them) -> a list for the pipeline."""
+def _each(values: Any) -> list[Any]:
+    """A multi-file input's value (None, one file, or a list of them) as a list."""
     if values is None:
         return []
-    return [upload_path(v) for v in (values if isinstance(values, (list, tuple)) else [values])]
+    return list(values) if isinstance(values, (list, tuple)) else [values]
+
+
+def upload_paths(values: Any) -> list[Any]:
+    """A multi-file input's value -> a list for the pipeline."""
+    return [upload_path(v) for v in _each(values)]
 
 
 def api_file(value: Any, argument: str) -> Path | None:
@@ -84,9 +89,7 @@ def api_file(value: Any, argument: str) -> Path | None:
 
 def api_files(values: Any, argument: str) -> list[Path | None]:
     """``api_file`` for each of a multi-file argument (one reference, or a list of them)."""
-    if values is None:
-        return []
-    return [api_file(v, argument) for v in (values if isinstance(values, (list, tuple)) else [values])]
+    return [api_file(v, argument) for v in _each(values)]
 
 
 def precision_note() -> str:

@@ -17,6 +17,8 @@ from dataclasses import dataclass
 
 import requests
 
+from tests.security import raw
+
 TIMEOUT = 120
 HUGE_TEXT = "x" * 300_000  # a third of the default request budget: reaches the checks, not the body limit
 DEEP = "[" * 20_000 + "]" * 20_000
@@ -95,12 +97,12 @@ def cases(config: dict) -> Iterator[Case]:
         inputs = [components[i] for i in dep["inputs"]]
         honest = [honest_value(c) for c in inputs]
         name = f"{dep['id']}:{dep.get('api_name')}"
-        for shape, raw in SHAPES if inputs else ():
-            yield Case(f"{name}/{shape}", dep["id"], dep.get("api_name"), queued, raw)
+        for shape, text in SHAPES if inputs else ():
+            yield Case(f"{name}/{shape}", dep["id"], dep.get("api_name"), queued, text)
         for i, component in enumerate(inputs):
             label = component.get("props", {}).get("label") or component["type"]
-            for value_name, raw in HOSTILE.get(component["type"], ()):
-                values = [*honest[:i], raw, *honest[i + 1:]]
+            for value_name, text in HOSTILE.get(component["type"], ()):
+                values = [*honest[:i], text, *honest[i + 1:]]
                 yield Case(f"{name}/{i}:{label}={value_name}", dep["id"], dep.get("api_name"), queued,
                            "[" + ", ".join(values) + "]")
 
@@ -122,17 +124,16 @@ def send(url: str, case: Case, timeout: float = TIMEOUT) -> Answer:
         body = '{"data": ' + case.data + ', "session_hash": "' + uuid.uuid4().hex[:11] + '"}'
         r = requests.post(f"{url}/gradio_api/run/{case.api_name}", data=body.encode(), timeout=timeout,
                           headers={"content-type": "application/json"})
-        payload = _json(r)
         if r.status_code == 200:
-            return Answer(True, 200, None, time.monotonic() - start, payload)
-        return Answer(False, r.status_code, _message(payload, r.text), time.monotonic() - start)
+            return Answer(True, 200, None, time.monotonic() - start, r.json())
+        return Answer(False, r.status_code, raw.detail(r) or None, time.monotonic() - start)
     session = uuid.uuid4().hex[:11]
     body = ('{"data": ' + case.data + f', "fn_index": {case.fn_index}, "session_hash": "{session}", '
             '"event_data": null, "trigger_id": null}')
     r = requests.post(f"{url}/gradio_api/queue/join", data=body.encode(), timeout=timeout,
                       headers={"content-type": "application/json"})
     if r.status_code != 200:
-        return Answer(False, r.status_code, _message(_json(r), r.text), time.monotonic() - start)
+        return Answer(False, r.status_code, raw.detail(r) or None, time.monotonic() - start)
     with requests.get(f"{url}/gradio_api/queue/data", params={"session_hash": session}, stream=True,
                       timeout=timeout) as stream:
         for line in stream.iter_lines(decode_unicode=True):
@@ -145,22 +146,6 @@ def send(url: str, case: Case, timeout: float = TIMEOUT) -> Answer:
                 return Answer(ok, 200, None if ok else output.get("error"), time.monotonic() - start,
                               output.get("data"))
     return Answer(False, 200, "the event stream ended without a result", time.monotonic() - start)
-
-
-def _json(response: requests.Response):
-    try:
-        return response.json()
-    except ValueError:
-        return None
-
-
-def _message(payload, text: str) -> str | None:
-    if isinstance(payload, dict):
-        detail = payload.get("detail", payload.get("error"))
-        if isinstance(detail, list):  # validator refusals: one entry per input, "" for the valid ones
-            return " ".join(str(d.get("message", "")) for d in detail if isinstance(d, dict)).strip() or None
-        return detail if isinstance(detail, str) else None
-    return text or None
 
 
 def strings_in(value) -> Iterator[str]:

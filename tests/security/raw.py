@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+import socket
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
@@ -29,7 +30,7 @@ def call(url: str, api_name: str, data: list, timeout: float = TIMEOUT) -> Answe
     """POST /gradio_api/call/<api_name>, then read its event stream to the end."""
     r = requests.post(f"{url}/gradio_api/call/{api_name.lstrip('/')}", json={"data": data}, timeout=timeout)
     if r.status_code != 200:
-        return Answer(False, r.status_code, _detail(r))
+        return Answer(False, r.status_code, detail(r))
     event_id = r.json()["event_id"]
     with requests.get(f"{url}/gradio_api/call/{api_name.lstrip('/')}/{event_id}", stream=True,
                       timeout=timeout) as stream:
@@ -51,7 +52,7 @@ def join(url: str, fn_index: int, data: list, session_hash: str, timeout: float 
     body = {"data": data, "fn_index": fn_index, "session_hash": session_hash, "event_data": None,
             "trigger_id": None}
     r = requests.post(f"{url}/gradio_api/queue/join", json=body, timeout=timeout)
-    return r.status_code, (r.json()["event_id"] if r.status_code == 200 else _detail(r))
+    return r.status_code, (r.json()["event_id"] if r.status_code == 200 else detail(r))
 
 
 def messages(url: str, session_hash: str, timeout: float = TIMEOUT):
@@ -98,11 +99,46 @@ def fn_index(config: dict, api_name: str) -> int:
     return next(d["id"] for d in config["dependencies"] if d.get("api_name") == api_name)
 
 
-def _detail(response: requests.Response) -> str:
+def detail(response: requests.Response) -> str:
+    """The sentence of a refused request: its JSON ``detail`` (or ``/run``'s ``error``), else its text."""
     try:
-        detail = response.json().get("detail", response.text)
+        payload = response.json()
     except ValueError:
         return response.text
+    detail = payload.get("detail", payload.get("error", response.text)) if isinstance(payload, dict) else payload
     if isinstance(detail, list):  # a validator-style refusal: one message per parameter ("" for the valid ones)
         return " ".join(m for m in (str(d.get("message", d)) if isinstance(d, dict) else str(d) for d in detail) if m)
     return str(detail)
+
+
+def declared_body(url: str, path: str, length: int, sent: int | None = None, timeout: float = TIMEOUT) -> Answer:
+    """POST ``path`` declaring ``length`` bytes of JSON, send ``sent`` of them (all by default, a megabyte at a time,
+    until the hub stops reading), then read the answer."""
+    host, port = url.split("//")[1].split(":")
+    sent = length if sent is None else sent
+    with socket.create_connection((host, int(port)), timeout=timeout) as s:
+        s.sendall(f"POST {path} HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                  f"Content-Length: {length}\r\n\r\n".encode())
+        try:
+            for start in range(0, sent, 1_000_000):
+                s.sendall(b"x" * min(1_000_000, sent - start))
+        except OSError:
+            pass  # the hub answered and closed while the body was still coming
+        reply = b""
+        while chunk := s.recv(65536):
+            reply += chunk
+    head, _, body = reply.partition(b"\r\n\r\n")
+    status = int(head.split()[1]) if head else 0
+    return Answer(status == 200, status, body.decode(errors="replace"))
+
+
+def in_one_session(url: str, events: list[tuple[int, list]], timeout: float = TIMEOUT) -> list[Answer]:
+    """Page events one after another in one session, as a page sends them (the session keeps the state)."""
+    session_hash, answers = session(), []
+    for index, data in events:
+        status, event_id = join(url, index, data, session_hash, timeout)
+        if status != 200:
+            answers.append(Answer(False, status, str(event_id)))
+            continue
+        answers.append(next(iter(results(url, session_hash, 1, timeout).values())))
+    return answers

@@ -189,19 +189,6 @@ def test_1_a_100kb_smiles_of_many_fragments_is_refused_at_once_and_freezes_nothi
     assert seconds < HONEST_BUDGET and grew < 50_000_000
 
 
-def send_declared_body(url: str, path: str, length: int, sent: int = 65536, headers: str = "") -> tuple[int, str]:
-    """Declare ``length`` bytes of JSON, send ``sent`` of them, read the answer: (status, body)."""
-    host, port = url.split("//")[1].split(":")
-    with socket.create_connection((host, int(port)), timeout=30) as s:
-        s.sendall(f"POST {path} HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n{headers}"
-                  f"Content-Length: {length}\r\n\r\n".encode() + b'{"data": ["' + b"x" * sent)
-        reply = b""
-        while chunk := s.recv(65536):
-            reply += chunk
-    head, _, body = reply.partition(b"\r\n\r\n")
-    return int(head.split()[1]), body.decode(errors="replace")
-
-
 def stream_body(url: str, path: str, total: int, headers: dict | None = None) -> int:
     """Send a chunked body of ``total`` bytes (no declared length) as fast as the hub reads it: the status."""
     def chunks():
@@ -216,10 +203,11 @@ def stream_body(url: str, path: str, total: int, headers: dict | None = None) ->
 
 
 def test_2_bodies_are_bounded_before_parsing_and_before_the_login(warm_hub, auth_hub):
-    for hub, headers in ((warm_hub, ""), (auth_hub, "")):
-        (status, body), seconds, grew = peak_growth(
-            hub, lambda h=hub, x=headers: send_declared_body(h.url, "/gradio_api/queue/join", 200_000_000, headers=x))
-        assert status == 413 and "this address takes at most 1 MB" in body and seconds < HONEST_BUDGET
+    for hub in (warm_hub, auth_hub):
+        answer, seconds, grew = peak_growth(
+            hub, lambda h=hub: raw.declared_body(h.url, "/gradio_api/queue/join", 200_000_000, sent=65536))
+        assert answer.status == 413 and "this address takes at most 1 MB" in answer.message
+        assert seconds < HONEST_BUDGET
         assert grew < 20_000_000, f"a refused 200 MB body grew the hub's peak by {grew / 1e6:.0f} MB"
         status, seconds, grew = peak_growth(hub, lambda h=hub: stream_body(h.url, "/gradio_api/queue/join",
                                                                             200_000_000))
@@ -285,25 +273,13 @@ def test_5_unfinished_headers_are_closed_and_one_address_cannot_take_every_conne
     assert closed == len(slow) and time.monotonic() - started < 20
 
 
-def in_one_session(url: str, events: list[tuple[int, list]]) -> list[raw.Answer]:
-    """Page events one after another in one session (as a page sends them: the session keeps the state)."""
-    session, answers = raw.session(), []
-    for fn_index, data in events:
-        status, event_id = raw.join(url, fn_index, data, session)
-        if status != 200:
-            answers.append(raw.Answer(False, status, str(event_id)))
-            continue
-        answers.append(next(iter(raw.results(url, session, 1, timeout=300).values())))
-    return answers
-
-
 def test_6_praxs_page_update_with_the_longest_examples_and_most_samples_stays_in_budget(warm_hub, public_config):
     examples = [f"{i:02d}" + "ab" * 49 for i in range(30)]  # 30 examples of 100 characters, the page's maximum
     add, update = raw.fn_index(public_config, "add"), raw.fn_index(public_config, "update")
     events = [(add, [None, string, None]) for string in examples]
 
     def page(samples):
-        return in_one_session(warm_hub.url, [*events, (update, [None, "tiny-literal", "tiny-pragmatic", samples,
+        return raw.in_one_session(warm_hub.url, [*events, (update, [None, "tiny-literal", "tiny-pragmatic", samples,
                                                                 None])])[-1]
 
     answer, seconds, grew = peak_growth(warm_hub, lambda: page(500))  # the slider's maximum
@@ -316,8 +292,7 @@ def test_6_praxs_page_update_with_the_longest_examples_and_most_samples_stays_in
 
 
 def test_7_the_catalog_search_is_bounded(warm_hub):
-    status, body = send_declared_body(warm_hub.url, "/gradio_api/call/catalog", 1_600_000)
-    assert status == 413
+    assert raw.declared_body(warm_hub.url, "/gradio_api/call/catalog", 1_600_000, sent=65536).status == 413
     with HonestVisitor(warm_hub.url) as honest:
         for _ in range(5):
             answer = raw.call(warm_hub.url, "catalog", ["word " * 60_000, False])
