@@ -4,9 +4,11 @@ A demo's ``apps/<demo>/pipeline.py`` holds one ``<Name>Pipeline(Pipeline)``:
 
 - ``from_pretrained(path, *, device="cpu", dtype=torch.float32)`` reads an official checkpoint folder; it has no
   device policy of its own (``shared.context.load_pipeline`` picks device and dtype once, through shared/device.py);
-- ``check_inputs(...)``, a classmethod holding all of the demo's input validation, callable before any weights are
+- ``check_inputs(...)``, a static method holding all of the demo's input validation, callable before any weights are
   loaded (pages run it as Gradio's ``validator=`` so a bad input never takes a model slot); it raises
-  ``UserInputError(message, argument=...)`` naming the argument and returns the inputs in normalised form;
+  ``UserInputError(message, argument=...)`` naming the argument and returns the inputs in normalised form. It is the
+  ``check_inputs`` of the demo's torch-free ``apps/<demo>/checks.py`` (``check_inputs =
+  staticmethod(checks.check_inputs)``), so checking a request never imports torch;
 - ``__call__(..., callback=None)`` runs the model, calling ``callback(step, total)`` as it goes, and returns a frozen
   ``<Name>Output`` dataclass whose ``to_dict()`` is JSON-ready (what the demo's named API endpoints return).
 
@@ -80,8 +82,8 @@ class Pipeline:
     def from_pretrained(cls, path, *, device="cpu", dtype=None):
         raise NotImplementedError
 
-    @classmethod
-    def check_inputs(cls, *args, **kwargs):
+    @staticmethod
+    def check_inputs(*args, **kwargs):
         raise NotImplementedError
 
     def __call__(self, *args, callback: Callback | None = None, **kwargs) -> PipelineOutput:

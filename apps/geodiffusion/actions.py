@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from apps.geodiffusion import checks
 from apps.geodiffusion.export import draw_layout, export_coco_zip
 from apps.geodiffusion.layout import (
     CAMERAS,
@@ -130,15 +131,13 @@ class GeoDiffusionPage:
         """``GeoDiffusionPipeline.check_inputs`` for a page's (or the API's) inputs, before any weights load: the
         pipeline's arguments, normalised. A ``UserInputError`` names the page's input (``steps``, not
         ``num_inference_steps``), so Gradio's validator marks it."""
-        from apps.geodiffusion.pipeline import GeoDiffusionPipeline
-
         try:
             config = self.config(checkpoint)
         except UserInputError as error:
             raise UserInputError(str(error), argument="checkpoint") from None
         try:
-            return GeoDiffusionPipeline.check_inputs(layout_json, seed, 1 if num_images is None else num_images,
-                                                     steps, cfg, epsilon_scaling, None, sampler, config=config)
+            return checks.check_inputs(layout_json, seed, 1 if num_images is None else num_images, steps, cfg,
+                                       epsilon_scaling, None, sampler, config=config)
         except UserInputError as error:
             raise UserInputError(str(error), argument=PAGE_ARGUMENTS.get(error.argument, error.argument)) from None
 

@@ -13,6 +13,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from apps.molm3d import checks
+from apps.molm3d.checks import MoLM3DInputs
 from apps.molm3d.conformer import DEFAULT_SEED, MAX_INPUT_CHARS
 from apps.molm3d.tasks import TASKS, get_task
 from shared.errors import UserInputError
@@ -20,7 +22,7 @@ from shared.pipeline import Callback
 
 if TYPE_CHECKING:
     from apps.molm3d.conformer import Conformer
-    from apps.molm3d.pipeline import MoLM3DInputs, MoLM3DOutput
+    from apps.molm3d.pipeline import MoLM3DOutput
     from shared.context import DemoContext
 
 EXAMPLES = [
@@ -59,11 +61,9 @@ def read_molecule(smiles: str | None, sdf_path: str | None) -> str:
 
 def _check(smiles: str | None, sdf: str | None, **request: Any) -> MoLM3DInputs:
     """``MoLM3DPipeline.check_inputs`` on the page's inputs; a bad molecule names the box it came from."""
-    from apps.molm3d.pipeline import MoLM3DPipeline
-
     text = read_molecule(smiles, sdf)
     try:
-        return MoLM3DPipeline.check_inputs(text, **request)
+        return checks.check_inputs(text, **request)
     except UserInputError as error:
         if error.argument != "molecule":
             raise
@@ -97,11 +97,9 @@ def api_request(smiles: str, question: str = "") -> dict[str, Any]:
 
 def check_api(smiles: str, question: str = "") -> MoLM3DInputs:
     """The ``/ask`` endpoint's check (parameter names = the endpoint's)."""
-    from apps.molm3d.pipeline import MoLM3DPipeline
-
     request = api_request(smiles, question)
     try:
-        return MoLM3DPipeline.check_inputs(request.pop("molecule"), **request)
+        return checks.check_inputs(request.pop("molecule"), **request)
     except UserInputError as error:
         if error.argument != "molecule":
             raise
@@ -151,9 +149,7 @@ def answer(ctx: DemoContext, view: MoleculeView, task: str | None, question: str
            weights_name: str | None = None, callback: Callback | None = None, on_download=None) -> MoLM3DOutput:
     """The model's answer about a molecule already shown. The request is checked before the weights are loaded (or
     downloaded)."""
-    from apps.molm3d.pipeline import MoLM3DPipeline
-
-    MoLM3DPipeline.check_inputs(view.conformer, question, task, seed=view.seed)
+    checks.check_inputs(view.conformer, question, task, seed=view.seed)
     with ctx.compute(weights_name, on_download) as pipe:
         return pipe(view.conformer, question, task, seed=view.seed, callback=callback)
 

@@ -18,39 +18,31 @@ one padded ``generate`` and returns a tuple of them, one per molecule, each the 
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import torch
 
+from apps.molm3d import checks
 from apps.molm3d import conformer as conf
-from apps.molm3d.conformer import whole_number
+from apps.molm3d.checks import MoLM3DInputs, named_argument
 from apps.molm3d.llm import load_llama
 from apps.molm3d.properties import PropertyReference, reference
 from apps.molm3d.tasks import (
     EVAL_DECODING,
-    MAX_QUESTION_CHARS,
-    MOL_TOKEN,
     NUM_MOL_TOKENS,
-    Task,
     build_prompt,
-    get_task,
-    instruction_for,
     parse_number,
 )
 from shared.checkpoints import load_torch_checkpoint
-from shared.errors import CheckpointError, UserInputError
+from shared.errors import CheckpointError
 from shared.pipeline import Callback, Pipeline, PipelineOutput, to_json
-from shared.validation import check_text
 
 UNIMOL_FILE = "uni-mol/mol_pre_no_h_220816.pt"
 GENERALIST_FILE = "generalist/generalist.ckpt"
 LLAMA_DIR = "llama-2-7b-hf"
 PREFIX = "blip2opt."
-MAX_BATCH = 16
 MAX_SEED = conf.MAX_SEED  # RDKit's randomSeed limit (conformer.py)
 
 
@@ -77,35 +69,6 @@ class MoLM3DOutput(PipelineOutput):
 
     def to_dict(self) -> dict[str, Any]:
         return {**super().to_dict(), "difference": to_json(self.difference)}
-
-
-@dataclass(frozen=True)
-class MoLM3DInputs:
-    """What ``check_inputs`` returns: the request in normalised form, ready to run."""
-
-    molecules: tuple[conf.Molecule | conf.Conformer, ...]  # parsed and checked; a Conformer is used as given
-    single: bool  # True: ``__call__``'s one ``molecule``; False: ``answer_batch``'s list of ``molecules``
-    task: Task
-    instruction: str  # the instruction the model reads (a long free question is cut to 64 characters)
-    notes: tuple[str, ...]  # what was changed in the request, for the answer's notes
-    seed: int
-    num_beams: int
-    max_new_tokens: int
-    min_new_tokens: int
-
-    @property
-    def argument(self) -> str:
-        """The name of the molecule parameter these inputs came through."""
-        return "molecule" if self.single else "molecules"
-
-
-@contextmanager
-def _argument(name: str) -> Iterator[None]:
-    """Name the ``__call__``/``answer_batch`` argument a ``UserInputError`` raised inside is about."""
-    try:
-        yield
-    except UserInputError as error:
-        raise UserInputError(str(error), argument=name) from None
 
 
 def load_checkpoint(path: Path) -> dict[str, torch.Tensor]:
@@ -170,62 +133,7 @@ class MoLM3DPipeline(Pipeline):
                              f"{llm.config.hidden_size}")
         return cls(encoder.to(device).eval(), llm, tokenizer, device, dtype, unused)
 
-    @classmethod
-    def check_inputs(cls, molecule, question: str | None = None, task: str | None = None, *,
-                     seed: int | None = conf.DEFAULT_SEED, num_beams: int | None = None,
-                     max_new_tokens: int | None = None, min_new_tokens: int | None = None,
-                     batch: bool = False) -> MoLM3DInputs:
-        """Every check of a request, without weights: each molecule readable with 1-256 heavy atoms (RDKit parse,
-        no 3D embedding yet), at most ``MAX_BATCH`` of them, a known task, a question that is text of at most
-        ``MAX_QUESTION_CHARS`` visible characters (and not empty for a free question), a seed RDKit takes, sensible
-        decoding overrides. Raises ``UserInputError`` naming the argument; returns ``MoLM3DInputs``.
-
-        ``molecule``: SMILES, MOL/SDF text, a ``conformer.Molecule`` or ``conformer.Conformer`` (used as given), as
-        ``__call__`` takes it; a list or tuple there is refused, naming ``answer_batch``. With ``batch=True`` it is
-        ``answer_batch``'s ``molecules`` instead: a list or tuple of 1 to ``MAX_BATCH`` such molecules, and errors
-        about it name ``molecules``.
-        With no ``task``, a question is a free question and no question asks for a caption.
-        """
-        checked_types = (conf.Molecule, conf.Conformer)  # Molecule is a NamedTuple: test it before tuple
-        is_list = isinstance(molecule, (list, tuple)) and not isinstance(molecule, checked_types)
-        name = "molecules" if batch else "molecule"
-        with _argument(name):
-            if batch and not is_list:
-                raise UserInputError("answer_batch takes a list of molecules (SMILES strings or SDF/MOL blocks); "
-                                     "for one molecule call the pipeline itself: pipe(molecule, ...).")
-            if not batch and is_list:
-                raise UserInputError("The pipeline answers about one molecule (a SMILES string or an SDF/MOL "
-                                     "block); for a list of molecules call pipe.answer_batch(molecules, ...).")
-            items = list(molecule) if batch else [molecule]
-            if not items:
-                raise UserInputError("No molecule given: pass a list of SMILES strings or SDF/MOL blocks.")
-            if len(items) > MAX_BATCH:
-                raise UserInputError(f"{len(items)} molecules in one call; send at most {MAX_BATCH} at a time.")
-            checked = tuple(m if isinstance(m, checked_types) else conf.parse(m) for m in items)
-        with _argument("question"):
-            if question is not None:
-                check_text(question, "The question", MAX_QUESTION_CHARS, allow_newlines=True)
-        with _argument("task"):
-            spec = get_task(task, question)
-        with _argument("question"):
-            if spec.key == "description" and not (question or "").strip():
-                raise UserInputError("The question is empty: type a question about the molecule, or pick the "
-                                     "'Describe the molecule' task.")
-            if spec.key == "description" and MOL_TOKEN in question:
-                raise UserInputError(f"The question may not contain {MOL_TOKEN}: the prompt adds the molecule "
-                                     "tokens itself.")
-        instruction, notes = instruction_for(spec, question)
-        with _argument("seed"):
-            seed = conf.check_seed(seed)
-        with _argument("num_beams"):
-            beams = whole_number(EVAL_DECODING["num_beams"] if num_beams is None else num_beams, "num_beams", 1)
-        with _argument("max_new_tokens"):
-            most = whole_number(spec.max_new_tokens if max_new_tokens is None else max_new_tokens,
-                                 "max_new_tokens", 1)
-        with _argument("min_new_tokens"):
-            least = (min(spec.min_new_tokens, most) if min_new_tokens is None
-                     else whole_number(min_new_tokens, "min_new_tokens", 0, most))
-        return MoLM3DInputs(checked, not batch, spec, instruction, tuple(notes), seed, beams, most, least)
+    check_inputs = staticmethod(checks.check_inputs)  # torch-free: apps/molm3d/checks.py
 
     def __call__(self, molecule, question: str | None = None, task: str | None = None, *,
                  seed: int | None = conf.DEFAULT_SEED, num_beams: int | None = None,
@@ -271,7 +179,7 @@ class MoLM3DPipeline(Pipeline):
         start = time.perf_counter()
         confs = []
         for m in inputs.molecules:
-            with _argument(inputs.argument):  # RDKit may still fail to embed a molecule it could parse
+            with named_argument(inputs.argument):  # RDKit may still fail to embed a molecule it could parse
                 confs.append(m if isinstance(m, conf.Conformer) else conf.featurize(m, seed=inputs.seed))
             advance()
         prompts = [build_prompt(inputs.instruction, c.smiles) for c in confs]

@@ -1,8 +1,8 @@
 """What the PraX page does, without a UI: example-list state, the game, model calls, and their display.
 
 Shared by the Gradio page (apps/prax/page.py) and the Streamlit page (apps/prax/streamlit_page.py); imports neither
-gradio nor streamlit, nor torch: ``check_*`` reach ``PraxPipeline.check_inputs`` through the registry, so a page
-builds without torch and the checks import it on first use. The page keeps its examples as JSON dicts
+gradio nor streamlit, nor torch: ``check_*`` run ``apps/prax/checks.py`` (``PraxPipeline.check_inputs``, torch-free),
+so a page builds and a first call is checked without torch. The page keeps its examples as JSON dicts
 (``{"string", "label"}``) and its game as ``Game.to_dict()``.
 """
 
@@ -12,7 +12,7 @@ import html
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from apps.prax import DEMO
+from apps.prax import DEMO, checks
 from apps.prax.game import Game
 from shared import device
 from shared.context import DemoContext
@@ -61,14 +61,13 @@ def check_weights(name: str | None, argument: str = "weights") -> None:
 def check_synthesize(examples, weights, k) -> None:
     """The ``/synthesize`` endpoint's inputs."""
     check_weights(weights)
-    DEMO.pipeline_class().check_inputs(examples, k=k, num_samples=PAGE_SAMPLES)
+    checks.check_inputs(examples, k=k, num_samples=PAGE_SAMPLES)
 
 
 def check_suggest(examples) -> None:
     """The ``/suggest`` endpoint's input. (A check has exactly its event's inputs as parameters: Gradio fills any
     further parameter with its default and the validator's answer would no longer line up with the inputs.)"""
-    pipeline = DEMO.pipeline_class()
-    pipeline.check_inputs(examples, num_samples=pipeline.suggest_samples)
+    checks.check_inputs(examples, num_samples=checks.SUGGEST_SAMPLES)
 
 
 def check_suggest_example(examples, weights) -> None:
@@ -82,7 +81,7 @@ def check_update(examples, literal_weights, pragmatic_weights, num_samples, game
     check_weights(literal_weights, "literal_weights")
     check_weights(pragmatic_weights, "pragmatic_weights")
     if examples:
-        DEMO.pipeline_class().check_inputs(examples, k=SHOWN, num_samples=num_samples)
+        checks.check_inputs(examples, k=SHOWN, num_samples=num_samples)
 
 
 # ---------------------------------------------------------------- the list of examples
@@ -94,8 +93,7 @@ def add_example(examples: Sequence[dict], string: str, label: str, game: dict | 
     if running is not None:
         running.check_label(string, label)
     # Adding samples nothing: num_samples=1 asks only that the examples can be sampled at all.
-    checked, _, _ = DEMO.pipeline_class().check_inputs([*examples, {"string": string, "label": label}],
-                                                       num_samples=1)
+    checked, _, _ = checks.check_inputs([*examples, {"string": string, "label": label}], num_samples=1)
     return [e.to_dict() for e in checked]
 
 

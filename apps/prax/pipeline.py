@@ -16,7 +16,8 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from apps.prax import dsl, rsa
+from apps.prax import checks, dsl, rsa
+from apps.prax.checks import DEFAULT_K, DEFAULT_SAMPLES, SUGGEST_SAMPLES
 from apps.prax.dsl import Example
 from apps.prax.model import load_listener
 from apps.prax.tokens import EOS_ID, PAD_ID, PROGRAM_ID, decode_program, encode_listener_input
@@ -24,17 +25,9 @@ from shared.bounded import request_memory_bytes
 from shared.errors import UserInputError
 from shared.pipeline import Callback, Pipeline, PipelineOutput
 
-DEFAULT_K = 10
-DEFAULT_SAMPLES = 500  # upstream handler.py; the official Space used 100
-MAX_SAMPLES = 1000
-MAX_K = 50
 TOP_P = 0.9
 TOP_K = 50  # transformers' generation default, which upstream inherited alongside top_p
 MAX_NEW_TOKENS = 128
-# One request's sampling work: samples x listener input tokens. Decoding attends over every input token for every
-# sample (on 2 CPU cores the tiny listener draws 100 samples over 3,062 tokens in ~20 s), so a request over this is
-# refused with the largest sample count its examples allow.
-MAX_SAMPLED_TOKENS = 250_000
 
 
 @dataclass(frozen=True)
@@ -73,16 +66,6 @@ class PraxSuggestion(PipelineOutput):
                  "candidate programs; S1 picks the one that best singles out h*.")
 
 
-def _check_int(argument: str, what: str, value, low: int, high: int) -> int:
-    try:
-        number = int(value)
-    except (TypeError, ValueError):
-        raise UserInputError(f"{what} must be a whole number between {low} and {high}.", argument=argument) from None
-    if not low <= number <= high:
-        raise UserInputError(f"{what} is {number}; choose a value between {low} and {high}.", argument=argument)
-    return number
-
-
 def weights_name(path: Path) -> str:
     """The weight set a folder holds: its name, or for a Hub cache snapshot (``models--org--name/snapshots/<sha>``)
     the repo's name, which is the weight set's name for every official PraX listener."""
@@ -95,7 +78,7 @@ class PraxPipeline(Pipeline):
     """A ByT5 listener: ``PraxPipeline.from_pretrained(folder)(examples) -> PraxOutput``."""
 
     output_class = PraxOutput
-    suggest_samples = 100  # samples suggest_example draws (the official Space's setting)
+    suggest_samples = SUGGEST_SAMPLES
 
     def __init__(self, model, device: str | torch.device = "cpu", dtype: torch.dtype = torch.float32,
                  name: str = "", max_batch: int = 1024):
@@ -113,22 +96,7 @@ class PraxPipeline(Pipeline):
         return cls(load_listener(path, device=device, dtype=dtype), device=device, dtype=dtype,
                    name=weights_name(path))
 
-    @classmethod
-    def check_inputs(cls, examples: Sequence, k=DEFAULT_K,
-                     num_samples=DEFAULT_SAMPLES) -> tuple[tuple[Example, ...], int, int]:
-        """All of PraX's input checks, without weights: the examples (count, length, characters, labels, no string
-        both + and -: ``dsl.validate_examples``), ``k``, ``num_samples``, and the sampling work they make together
-        (``MAX_SAMPLED_TOKENS``). Returns them normalised."""
-        examples = tuple(dsl.validate_examples(examples))
-        k = _check_int("k", "k (how many guesses)", k, 1, MAX_K)
-        num_samples = _check_int("num_samples", "The number of samples", num_samples, 1, MAX_SAMPLES)
-        tokens = len(encode_listener_input(examples))
-        if num_samples * tokens > MAX_SAMPLED_TOKENS:
-            most = max(1, MAX_SAMPLED_TOKENS // tokens)
-            raise UserInputError(f"{num_samples} samples over examples this long ({tokens:,} bytes for the listener) "
-                                 f"is more sampling than one request may do here; use at most {most} samples, or "
-                                 "fewer or shorter examples.", argument="num_samples")
-        return examples, k, num_samples
+    check_inputs = staticmethod(checks.check_inputs)  # torch-free: apps/prax/checks.py
 
     # ------------------------------------------------------------ sampling
 

@@ -13,7 +13,8 @@ import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from apps.tag2text import DEMO
+from apps.tag2text import DEMO, checks
+from apps.tag2text.checks import Tag2TextInputs
 from apps.tag2text.config import OFFICIAL_THRESHOLD
 from apps.tag2text.images import IMAGE_SUFFIXES
 from shared import device
@@ -22,7 +23,7 @@ from shared.errors import UserInputError
 from shared.pipeline import Callback
 
 if TYPE_CHECKING:  # the pipeline module imports torch: pages import it only when a check or a run needs it
-    from apps.tag2text.pipeline import Tag, Tag2TextImageResult, Tag2TextInputs, Tag2TextOutput
+    from apps.tag2text.pipeline import Tag, Tag2TextImageResult, Tag2TextOutput
 
 EXAMPLES_DIR = Path(__file__).resolve().parent / "examples"
 GRADIO_FILE = "gradio.FileData"  # the mark of a file reference that Gradio checks before an endpoint runs
@@ -122,10 +123,8 @@ def check_batch_tab(files: Any, threshold: Any, user_tags: Any, weights_name: st
 
 def _checked(images: Any, threshold: Any, user_tags: Any, images_input: str) -> Tag2TextInputs:
     """``check_inputs``, its error naming the page's own input where the pipeline says "images"."""
-    from apps.tag2text.pipeline import Tag2TextPipeline
-
     try:
-        return Tag2TextPipeline.check_inputs(images, threshold, user_tags)
+        return checks.check_inputs(images, threshold, user_tags)
     except UserInputError as error:
         if error.argument != "images":
             raise

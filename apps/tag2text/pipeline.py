@@ -20,22 +20,18 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, NamedTuple
 
-import numpy as np
 import torch
 from PIL import Image
 
+from apps.tag2text import checks
 from apps.tag2text.checkpoint import load_model
-from apps.tag2text.config import OFFICIAL_THRESHOLD, VOCAB_FILE, Tag2TextConfig
+from apps.tag2text.config import VOCAB_FILE, Tag2TextConfig
 from apps.tag2text.decoding import beam_search
-from apps.tag2text.images import ImageBatch, NamedImage, preprocess, scan_images
+from apps.tag2text.images import NamedImage, preprocess, scan_images
 from apps.tag2text.model import Tag2Text
-from shared.errors import UserInputError
 from shared.pipeline import Callback, Pipeline, PipelineOutput
-from shared.validation import check_text
 
 DEC, ENC = "[DEC]", "[ENC]"
-NO_TAGS = {"", "none"}  # upstream treats '', 'none' and 'None' as "no user tags"
-MAX_USER_TAG_CHARS = 1000  # one image's comma-separated tags
 
 
 @dataclass(frozen=True)
@@ -90,20 +86,6 @@ class Tag2TextOutput(PipelineOutput):
     skipped: tuple[str, ...] = ()  # a note per zip member left out
 
 
-class Tag2TextInputs(NamedTuple):
-    """What ``check_inputs`` returns: the images as scanned (headers only), the threshold, each image's user tags."""
-
-    batch: ImageBatch
-    threshold: float
-    user_tags: tuple[tuple[str, ...], ...]
-
-
-def parse_user_tags(text: str | None) -> list[str]:
-    """"dog, red car" -> ["dog", "red car"]; None / "" / "none" -> [] (upstream splits on commas). No checks here:
-    ``Tag2TextPipeline.check_inputs`` checks the text first."""
-    if text is None or text.strip().lower() in NO_TAGS:
-        return []
-    return [t.strip() for t in text.split(",") if t.strip()]
 
 
 def class_thresholds(config: Tag2TextConfig, threshold: float | None = None) -> torch.Tensor:
@@ -148,28 +130,7 @@ class Tag2TextPipeline(Pipeline):
         model, read_from = load_model(path, device=device, dtype=dtype)
         return cls(model, device=device, dtype=dtype, weights_file=read_from)
 
-    @classmethod
-    def check_inputs(cls, images: Any, threshold: Any = None, user_tags: Any = None, *,
-                     config: Tag2TextConfig | None = None) -> Tag2TextInputs:
-        """Every check on a call's inputs, reading image headers only (no weights, no decoding).
-
-        ``images``: one image or a list (see the module docstring); ``threshold``: a number in [0, 1] (default: the
-        config's, officially 0.68); ``user_tags``: comma-separated text for all images, or a list with one text (or
-        None) per image. Raises ``UserInputError`` naming the argument; returns ``Tag2TextInputs``.
-        """
-        base = config.threshold if config is not None else OFFICIAL_THRESHOLD
-        threshold = base if threshold is None else _check_threshold(threshold)
-        per_image = isinstance(user_tags, (list, tuple))
-        texts = list(user_tags) if per_image else [user_tags]
-        tags = tuple(tuple(parse_user_tags(_check_user_tags(text))) for text in texts)
-        try:
-            batch = scan_images(_as_list(images))
-        except UserInputError as error:
-            raise UserInputError(str(error), argument="images") from None
-        if per_image and len(tags) != len(batch):
-            raise UserInputError(f"Give one tag list per image: {len(tags)} tag lists for {len(batch)} images.",
-                                 argument="user_tags")
-        return Tag2TextInputs(batch, threshold, tags if per_image else tags * len(batch))
+    check_inputs = staticmethod(checks.check_inputs)  # torch-free: apps/tag2text/checks.py
 
     @torch.inference_mode()
     def __call__(self, images: Any, threshold: float | None = None, user_tags: str | Sequence[str | None] | None = None,
@@ -270,37 +231,3 @@ class _Progress:
         if self.callback is not None and step > self.last:
             self.last = step
             self.callback(step, self.total)
-
-
-def _check_threshold(value: Any) -> float:
-    try:
-        value = float(value)
-    except (TypeError, ValueError, OverflowError):  # OverflowError: an int of hundreds of digits
-        raise UserInputError(f"The threshold must be a number between 0 and 1, not {value!r}.",
-                             argument="threshold") from None
-    if math.isnan(value) or not 0.0 <= value <= 1.0:
-        raise UserInputError(f"The threshold must be between 0 and 1 (you gave {value}); 0.68 is the official default.",
-                             argument="threshold")
-    return value
-
-
-def _check_user_tags(text: Any) -> str | None:
-    if text is None:
-        return None
-    if isinstance(text, str) and len(text) > MAX_USER_TAG_CHARS:
-        raise UserInputError(f"Your tags are over {MAX_USER_TAG_CHARS:,} characters; give a few comma-separated tags "
-                             "instead.", argument="user_tags")
-    try:
-        return check_text(text, "Your tags", MAX_USER_TAG_CHARS)
-    except UserInputError as error:
-        raise UserInputError(str(error), argument="user_tags") from None
-
-
-def _as_list(images: Any) -> list[Any]:
-    if images is None:
-        return []
-    if isinstance(images, (list, tuple)):
-        return list(images)
-    if isinstance(images, np.ndarray) and images.ndim == 4:
-        return list(images)
-    return [images]

@@ -14,8 +14,9 @@ import pytest
 import torch
 
 from apps.molm3d import DEMO, actions
+from apps.molm3d.checks import MAX_BATCH, MoLM3DInputs
 from apps.molm3d.conformer import MAX_HEAVY_ATOMS, MAX_INPUT_CHARS
-from apps.molm3d.pipeline import MAX_BATCH, MAX_SEED, MoLM3DInputs, MoLM3DOutput, MoLM3DPipeline
+from apps.molm3d.pipeline import MAX_SEED, MoLM3DOutput, MoLM3DPipeline
 from apps.molm3d.properties import PropertyReference
 from apps.molm3d.tasks import MAX_QUESTION_CHARS
 from shared.context import DemoContext

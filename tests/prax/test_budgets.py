@@ -9,7 +9,8 @@ import sys
 
 import pytest
 
-from apps.prax.pipeline import MAX_SAMPLED_TOKENS, PraxPipeline
+from apps.prax.checks import MAX_SAMPLED_TOKENS
+from apps.prax.pipeline import PraxPipeline
 from apps.prax.tokens import encode_listener_input
 from shared.errors import UserInputError
 

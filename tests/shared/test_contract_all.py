@@ -4,6 +4,7 @@ tests/<demo>/test_contract.py runs it on a tiny checkpoint), and the import rule
 from __future__ import annotations
 
 import dataclasses
+import importlib
 import inspect
 import subprocess
 import sys
@@ -25,7 +26,9 @@ def test_pipeline_follows_the_contract(demo_id):
     params = inspect.signature(cls.from_pretrained).parameters
     assert params["device"].kind is inspect.Parameter.KEYWORD_ONLY and params["device"].default == "cpu"
     assert params["dtype"].kind is inspect.Parameter.KEYWORD_ONLY and params["dtype"].default is torch.float32
-    assert isinstance(inspect.getattr_static(cls, "check_inputs"), classmethod), "check_inputs needs no weights"
+    checks = importlib.import_module(f"apps.{demo_id}.checks")
+    assert isinstance(inspect.getattr_static(cls, "check_inputs"), staticmethod), "check_inputs needs no weights"
+    assert cls.check_inputs is checks.check_inputs, "the pipeline's checks are the torch-free checks module's"
     assert cls.check_inputs is not Pipeline.check_inputs and cls.__call__ is not Pipeline.__call__
     call = inspect.signature(cls.__call__).parameters
     assert "callback" in call and call["callback"].default is None
@@ -59,6 +62,13 @@ def modules_after(statement: str) -> set[str]:
 def test_actions_import_no_ui_library(demo_id):
     loaded = modules_after(f"import apps.{demo_id}.actions")
     assert not loaded & {"gradio", "streamlit"}
+
+
+@pytest.mark.parametrize("demo_id", DEMOS)
+def test_checks_import_no_model_library(demo_id):
+    """What runs before a request is queued must not wait for torch (the first call after start would)."""
+    loaded = modules_after(f"import apps.{demo_id}.checks, apps.{demo_id}.actions")
+    assert not loaded & {"torch", "transformers", "diffusers", "gradio", "streamlit"}
 
 
 @pytest.mark.parametrize("demo_id", DEMOS)

@@ -19,9 +19,10 @@ from PIL import Image
 
 from apps import ui
 from apps.tag2text import DEMO, actions
+from apps.tag2text.checks import MAX_USER_TAG_CHARS, Tag2TextInputs
 from apps.tag2text.config import OFFICIAL_THRESHOLD
 from apps.tag2text.images import MAX_BATCH, MAX_FILE_BYTES
-from apps.tag2text.pipeline import MAX_USER_TAG_CHARS, Tag2TextInputs, Tag2TextOutput, Tag2TextPipeline
+from apps.tag2text.pipeline import Tag2TextOutput, Tag2TextPipeline
 from shared.errors import UserInputError
 from shared.pool import estimate_bytes
 from shared.weights import REPO_ROOT

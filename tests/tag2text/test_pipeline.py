@@ -8,9 +8,10 @@ import math
 import pytest
 import torch
 
+from apps.tag2text.checks import parse_user_tags
 from apps.tag2text.config import Tag2TextConfig
 from apps.tag2text.decoding import beam_search
-from apps.tag2text.pipeline import Tag2TextPipeline, class_thresholds, load_tokenizer, parse_user_tags
+from apps.tag2text.pipeline import Tag2TextPipeline, class_thresholds, load_tokenizer
 from shared.errors import UserInputError
 from tests.fixtures.tiny_tag2text import write_tiny_checkpoint
 from tests.tag2text.hf446_golden import GOLDEN, PROMPT, SETTINGS, cases

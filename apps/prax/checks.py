@@ -1,0 +1,47 @@
+"""PraX's input checks, torch-free: a page's validator and an API call's first check import this module only, so the
+first call after start does not wait for torch (``PraxPipeline.check_inputs`` is ``check_inputs``)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from apps.prax import dsl
+from apps.prax.dsl import Example
+from apps.prax.tokens import encode_listener_input
+from shared.errors import UserInputError
+
+DEFAULT_K = 10
+DEFAULT_SAMPLES = 500  # upstream handler.py; the official Space used 100
+SUGGEST_SAMPLES = 100  # samples suggest_example draws (the official Space's setting)
+MAX_SAMPLES = 1000
+MAX_K = 50
+# One request's sampling work: samples x listener input tokens. Decoding attends over every input token for every
+# sample (on 2 CPU cores the tiny listener draws 100 samples over 3,062 tokens in ~20 s), so a request over this is
+# refused with the largest sample count its examples allow.
+MAX_SAMPLED_TOKENS = 250_000
+
+
+def check_inputs(examples: Sequence, k=DEFAULT_K, num_samples=DEFAULT_SAMPLES) -> tuple[tuple[Example, ...], int, int]:
+    """All of PraX's input checks, without weights: the examples (count, length, characters, labels, no string both +
+    and -: ``dsl.validate_examples``), ``k``, ``num_samples``, and the sampling work they make together
+    (``MAX_SAMPLED_TOKENS``). Returns them normalised."""
+    examples = tuple(dsl.validate_examples(examples))
+    k = _check_int("k", "k (how many guesses)", k, 1, MAX_K)
+    num_samples = _check_int("num_samples", "The number of samples", num_samples, 1, MAX_SAMPLES)
+    tokens = len(encode_listener_input(examples))
+    if num_samples * tokens > MAX_SAMPLED_TOKENS:
+        most = max(1, MAX_SAMPLED_TOKENS // tokens)
+        raise UserInputError(f"{num_samples} samples over examples this long ({tokens:,} bytes for the listener) is "
+                             f"more sampling than one request may do here; use at most {most} samples, or fewer or "
+                             "shorter examples.", argument="num_samples")
+    return examples, k, num_samples
+
+
+def _check_int(argument: str, what: str, value, low: int, high: int) -> int:
+    try:
+        number = int(value)
+    except (TypeError, ValueError):
+        raise UserInputError(f"{what} must be a whole number between {low} and {high}.", argument=argument) from None
+    if not low <= number <= high:
+        raise UserInputError(f"{what} is {number}; choose a value between {low} and {high}.", argument=argument)
+    return number
