@@ -11,6 +11,9 @@ import html
 import importlib
 import importlib.util
 import os
+import threading
+import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from types import ModuleType
 
@@ -164,12 +167,60 @@ def launch(settings: ServeSettings | None = None, *, prevent_thread_lock: bool =
     if closes_ray:
         stop_on_sigterm()  # a service manager's stop closes the hub the way Ctrl-C does, and Ray with it
     try:
+        warm = settings.warm and pool.computes_here  # with Ray the models, and torch, live in the replicas
         result = serving.launch(hub, settings, stats=lambda: pool.stats().as_dict(),
-                                prevent_thread_lock=prevent_thread_lock, footer_links=["api", "settings"], **look())
+                                prevent_thread_lock=prevent_thread_lock, on_serving=warm_up if warm else None,
+                                footer_links=["api", "settings"], **look())
     finally:
         if closes_ray:
             pool.close()
     return hub, result
+
+
+def warm_up(demos: Sequence[Demo] = DEMOS) -> threading.Thread:
+    """Import every demo's pipeline module (torch, transformers, diffusers) in a background thread, so the first model
+    call after start does not wait for it (12.9 s on a busy 2-core machine). Checks never need it: they live in each
+    demo's torch-free ``checks.py``, so a request is admitted at once even while this runs."""
+
+    def run() -> None:
+        start = time.perf_counter()
+        preload_torch_libraries()
+        for demo in demos:
+            try:
+                demo.pipeline_class()
+            except Exception:  # its first model call reports the same failure to the visitor, in a sentence
+                log.warning("could not import the %s pipeline ahead of its first call", demo.id, exc_info=True)
+        log.info("model code imported in the background in %.1f s", time.perf_counter() - start)
+
+    thread = threading.Thread(target=run, name="demohub-warm-up", daemon=True)
+    thread.start()
+    return thread
+
+
+def preload_torch_libraries() -> None:
+    """Load torch's big shared libraries with the interpreter lock released, so that ``import torch`` in the warm-up
+    thread finds them loaded. Python's own ``dlopen`` of an extension holds the lock: linking libtorch_cpu stalled
+    every other thread, the server's event loop included, for ~0.4 s on an idle 2-core machine and over a second on
+    busy cores; a ctypes call into libc's ``dlopen`` releases it (longest stall measured: 0.06 s). Linux only; a
+    library that does not load yet (a CUDA build's, before torch loads its CUDA runtime) is left to ``import torch``."""
+    import ctypes
+    import sys
+
+    spec = importlib.util.find_spec("torch")
+    if not sys.platform.startswith("linux") or spec is None or not spec.submodule_search_locations:
+        return
+    folder = os.path.join(spec.submodule_search_locations[0], "lib")
+    try:
+        dlopen = ctypes.CDLL(None).dlopen
+    except (OSError, AttributeError):
+        return
+    dlopen.restype, dlopen.argtypes = ctypes.c_void_p, [ctypes.c_char_p, ctypes.c_int]
+    rtld_now, rtld_global = 2, 0x100
+    for name, flags in (("libtorch_global_deps.so", rtld_now | rtld_global),  # as torch loads it
+                        ("libtorch_cpu.so", rtld_now), ("libtorch_python.so", rtld_now)):
+        path = os.path.join(folder, name)
+        if os.path.exists(path):
+            dlopen(path.encode(), flags)  # a NULL answer (not loadable yet) is fine: import torch loads it
 
 
 def stop_on_sigterm() -> None:

@@ -34,7 +34,15 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from apps.limits import BODY_TOO_BIG, INTERNAL, BoundedRequest, declared_length, guard_connections, respond
+from apps.limits import (
+    BODY_TOO_BIG,
+    INTERNAL,
+    BoundedRequest,
+    declared_length,
+    guard_connections,
+    respond,
+    shorten,
+)
 from apps.settings import ServeSettings
 from shared.errors import report
 from shared.registry import human_bytes
@@ -42,6 +50,13 @@ from shared.weights import free_bytes
 
 log = logging.getLogger("demohub")
 
+# The Gradio release CI tests (constraints.txt pins it; every Space's sdk_version): three behaviours below replace
+# attributes of its MCP server object (_install_loopback, _install_json_results, _install_file_schema).
+TESTED_GRADIO = "6.31.0"
+UNTESTED_GRADIO = ("Gradio {installed} is installed, but this hub is tested on Gradio {tested} only, and it adjusts "
+                   "private parts of Gradio's MCP server: install the tested stack with "
+                   "`pip install -r requirements.txt -c constraints.txt`.")
+NO_ENDPOINT = "This hub has no API endpoint named {name!r}; the page's \"Use via API\" link lists those it has."
 BUSY = "The hub is busy right now ({waiting} requests are waiting); please try again in a minute."
 TOO_MANY = ("You already have {pending} requests waiting or running (the limit is {limit}); wait for them to "
             "finish, then try again.")
@@ -228,6 +243,10 @@ class HubGuard:
                 return  # the client was answered (413/408); the route only learnt that it left
             if request.started:
                 raise
+            if type(error).__name__ == "FnIndexInferError":  # gradio.route_utils: /call/<name> of no named endpoint
+                name = shorten(path.rstrip("/").rsplit("/", 1)[-1][:80], markup=False)
+                return await respond(send, 404, json.dumps({"detail": NO_ENDPOINT.format(name=name)}),
+                                     "application/json")
             await respond(send, 500, json.dumps({"detail": INTERNAL.format(error_id=report(error))}),
                           "application/json")
 
@@ -414,6 +433,96 @@ def _install_file_schema(server) -> None:
     server.simplify_filedata_schema = without_required
 
 
+def untested_gradio() -> str | None:
+    """The start-up warning when the installed Gradio is not the one CI tests (None when it is)."""
+    import gradio
+
+    if gradio.__version__ == TESTED_GRADIO:
+        return None
+    return UNTESTED_GRADIO.format(installed=gradio.__version__, tested=TESTED_GRADIO)
+
+
+class LazyBlockConfigs(dict):
+    """A session's ``config_values`` (Gradio's ``SessionState``): each block's config built when first read, all of
+    them only when iterated (a deep link). Gradio builds all of them for every new session, inside the request that
+    opens it: ~80 ms of the event loop for this hub's blocks on an idle machine and ~0.8 s on busy cores, so ten new
+    visitors at once held every ``queue/join`` for over a second. An event reads only the blocks it updates."""
+
+    def __init__(self, blocks_config, block_ids):
+        super().__init__()
+        self._blocks_config = blocks_config
+        self._unbuilt = set(block_ids)
+
+    def __missing__(self, key):
+        if key not in self._unbuilt:
+            raise KeyError(key)
+        self._unbuilt.discard(key)
+        config = self[key] = self._blocks_config.config_for_block(key, [], self._blocks_config.blocks[key])
+        return config
+
+    def __contains__(self, key) -> bool:
+        return dict.__contains__(self, key) or key in self._unbuilt
+
+    def __setitem__(self, key, value) -> None:
+        self._unbuilt.discard(key)
+        dict.__setitem__(self, key, value)
+
+    def _build_all(self) -> None:
+        """Every config, in the order Gradio's eager dict has: the blocks', then keys set later."""
+        if not self._unbuilt:
+            return
+        built = {key: dict.__getitem__(self, key) for key in dict.keys(self)}
+        self.clear()
+        for key, block in self._blocks_config.blocks.items():
+            if key in built:
+                dict.__setitem__(self, key, built.pop(key))
+            elif key in self._unbuilt:
+                dict.__setitem__(self, key, self._blocks_config.config_for_block(key, [], block))
+        for key, value in built.items():
+            dict.__setitem__(self, key, value)
+        self._unbuilt.clear()
+
+    def items(self):
+        self._build_all()
+        return super().items()
+
+    def values(self):
+        self._build_all()
+        return super().values()
+
+    def keys(self):
+        self._build_all()
+        return super().keys()
+
+    def __iter__(self):
+        self._build_all()
+        return super().__iter__()
+
+    def __len__(self) -> int:
+        return dict.__len__(self) + len(self._unbuilt)
+
+
+def install_lazy_session_configs() -> None:
+    """Gradio's ``SessionState`` with ``LazyBlockConfigs`` (for every Blocks of this process; idempotent)."""
+    from types import SimpleNamespace
+
+    from gradio import state_holder
+
+    cls = state_holder.SessionState
+    if getattr(cls, "_demohub_lazy", False):
+        return
+    eager_init = cls.__init__
+
+    def __init__(self, blocks):
+        # Gradio's own __init__ with no block ids, so it builds no config; then the lazy dict over the real ids
+        eager_init(self, SimpleNamespace(default_config=blocks.default_config, blocks={}))
+        self.config_values = LazyBlockConfigs(self.blocks_config, [k for k in self.blocks_config.blocks
+                                                                   if k in blocks.blocks])
+
+    cls.__init__ = __init__
+    cls._demohub_lazy = True
+
+
 def _png_data_urls(value: Any) -> list[str]:
     """The base64 payloads of the PNG data URLs anywhere in ``value``."""
     prefix = "data:image/png;base64,"
@@ -424,14 +533,18 @@ def _png_data_urls(value: Any) -> list[str]:
 
 
 def launch(blocks, settings: ServeSettings, stats: Callable[[], dict], *, prevent_thread_lock: bool = False,
-           **launch_kwargs):
-    """Queue and launch ``blocks`` under ``settings``; returns what ``Blocks.launch`` returns."""
+           on_serving: Callable[[], None] | None = None, **launch_kwargs):
+    """Queue and launch ``blocks`` under ``settings``; returns what ``Blocks.launch`` returns. ``on_serving`` runs
+    once the server answers (before this call blocks)."""
+    import gradio
     from gradio.utils import get_upload_folder
     from starlette.middleware import Middleware
 
     from apps import event_inputs
     from apps.ui import example_file, user_errors
 
+    if gradio.__version__ != TESTED_GRADIO:
+        log.warning(UNTESTED_GRADIO.format(installed=gradio.__version__, tested=TESTED_GRADIO))
     token, loopback_secret = secrets.token_urlsafe(32), secrets.token_urlsafe(32)
     if settings.mcp and not mcp_available():
         log.warning(MCP_OFF_NO_PACKAGE)
@@ -440,6 +553,7 @@ def launch(blocks, settings: ServeSettings, stats: Callable[[], dict], *, preven
     blocks.queue(max_size=settings.queue_size, api_open=False,  # api_open=True would let /run/* skip the queue
                  default_concurrency_limit=settings.demo_concurrency)
     install_queue_rules(blocks, settings)
+    install_lazy_session_configs()
     event_inputs.install(blocks, user_errors)
     upload_dir = get_upload_folder()
     Path(upload_dir).mkdir(parents=True, exist_ok=True)
@@ -461,6 +575,8 @@ def launch(blocks, settings: ServeSettings, stats: Callable[[], dict], *, preven
                       per_address=None if settings.share else settings.max_connections_per_address,
                       header_timeout=settings.read_timeout)  # with --share every visitor arrives from the tunnel
     write_operator_file(blocks.server_port, f"http://127.0.0.1:{blocks.server_port}", token)
+    if on_serving is not None:
+        on_serving()
     if not prevent_thread_lock:
         blocks.block_thread()
     return result

@@ -87,6 +87,7 @@ class ServeSettings:
     allow_url_inputs: bool = False  # let file inputs name a web address the server then fetches
     delete_cache: int = 3600  # seconds after which uploads and outputs are deleted (0: keep them)
     mcp: bool = True  # serve the named API endpoints as MCP tools at /gradio_api/mcp/ (needs gradio[mcp])
+    warm: bool = True  # import the model code (torch) in the background once serving, not on the first model call
     ray: bool = False  # models in Ray Serve deployments instead of this process (shared/ray_pool.py)
     ray_address: str | None = None  # join this Ray cluster ("auto": the one `ray start` runs here); None: start one
     serve_config: str | None = None  # serve.yaml: replicas, autoscaling, CPUs/GPUs per demo and weight set
@@ -176,6 +177,10 @@ def add_arguments(parser: argparse.ArgumentParser, default_port: int | None = 78
     parser.add_argument("--no-mcp", dest="mcp", action="store_false",
                         default=_env("MCP", "1" if d.mcp else "0").lower() in _TRUE,
                         help="do not serve the named API endpoints as MCP tools (/gradio_api/mcp/; on by default)")
+    parser.add_argument("--no-warm", dest="warm", action="store_false",
+                        default=_env("WARM", "1" if d.warm else "0").lower() in _TRUE,
+                        help="do not import the model code (torch) in the background once the hub serves; the first "
+                             "model call imports it instead (saves ~0.5 GB until a model runs; on by default)")
     parser.add_argument("--ray", action="store_true", default=_env("RAY", "0").lower() in _TRUE,
                         help="run each demo's models as Ray Serve deployments (needs `pip install -e '.[ray]'`)")
     parser.add_argument("--ray-address", default=_env("RAY_ADDRESS", "") or None,
@@ -192,7 +197,7 @@ def from_args(args: argparse.Namespace) -> ServeSettings:
         max_connections=args.max_connections, max_connections_per_address=args.max_connections_per_address,
         queue_size=args.queue_size, session_jobs=args.session_jobs,
         demo_concurrency=args.demo_concurrency, auth=parse_auth(args.auth), monitoring=args.monitoring,
-        allow_url_inputs=args.allow_url_inputs, delete_cache=args.delete_cache, mcp=args.mcp,
+        allow_url_inputs=args.allow_url_inputs, delete_cache=args.delete_cache, mcp=args.mcp, warm=args.warm,
         ray=args.ray or bool(args.ray_address or args.serve_config), ray_address=args.ray_address,
         serve_config=args.serve_config,
     )

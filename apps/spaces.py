@@ -9,15 +9,17 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
 from apps import DEMOS, get_demo
+from apps.serving import TESTED_GRADIO
 from shared import weights
 from shared.registry import Demo
 from shared.weights import REPO_ROOT
 
-GRADIO_SDK_VERSION = "6.31.0"  # the Gradio release we test; within requirements.txt's range
+CONSTRAINTS = REPO_ROOT / "constraints.txt"  # the exact stack CI tests; a Space installs the same releases
 PYTHON_VERSION = "3.11"
 SPACES_ROOT = REPO_ROOT / "spaces"
 HUB_SPACE = "hub"
@@ -72,10 +74,32 @@ def _preload(demo: Demo) -> list[str]:
 
 
 def _requirements(demos: tuple[Demo, ...]) -> str:
-    reqs = [f"gradio[mcp]=={GRADIO_SDK_VERSION}", *BASE_REQUIREMENTS]  # [mcp]: every Space is an MCP server too
+    reqs = ["gradio[mcp]", *BASE_REQUIREMENTS]  # [mcp]: every Space is an MCP server too
     for demo in demos:
         reqs += [r for r in demo.requirements if r not in reqs]
-    return "\n".join(reqs) + "\n"
+    return "\n".join(pinned(r) for r in reqs) + "\n"
+
+
+def tested_versions(path: Path = CONSTRAINTS) -> dict[str, str]:
+    """constraints.txt as {normalised project name: version}."""
+    pins = {}
+    for line in path.read_text(encoding="utf-8").splitlines():
+        name, sep, version = line.split("#")[0].strip().partition("==")
+        if sep:
+            pins[_normalised(name)] = version.strip()
+    return pins
+
+
+def pinned(requirement: str) -> str:
+    """``requirement`` at the release constraints.txt pins ("transformers>=4.50" -> "transformers==5.25.0"), so a
+    Space runs the stack CI tested; one constraints.txt does not pin stays as written."""
+    name = re.match(r"[A-Za-z0-9_.\-]+(\[[^\]]*\])?", requirement)
+    version = tested_versions().get(_normalised(name.group(0).split("[")[0]))
+    return f"{name.group(0)}=={version}" if version else requirement
+
+
+def _normalised(name: str) -> str:
+    return re.sub(r"[-_.]+", "-", name).lower()
 
 
 def demo_space(demo: Demo) -> SpaceFiles:
@@ -87,10 +111,10 @@ def demo_space(demo: Demo) -> SpaceFiles:
         "colorFrom": colour_from,
         "colorTo": colour_to,
         "sdk": "gradio",
-        "sdk_version": GRADIO_SDK_VERSION,
+        "sdk_version": TESTED_GRADIO,
         "python_version": PYTHON_VERSION,
         "app_file": "app.py",
-        "short_description": demo.tagline[:60].rsplit(" ", 1)[0] if len(demo.tagline) > 60 else demo.tagline,
+        "short_description": demo.summary,
         "license": "apache-2.0",
         "models": [ws.repo_id for ws in demo.weight_sets if ws.repo_id],
         "preload_from_hub": _preload(demo),
@@ -129,16 +153,21 @@ def build_demo_app(demo_id: str):
     ctx = space_settings().context(demo)
     if on_zero_gpu():
         ctx.pipeline()  # ZeroGPU wants models loaded (and moved to cuda) at import time
-    return importlib.import_module(demo.page).build(ctx)
+    blocks = importlib.import_module(demo.page).build(ctx)
+    blocks.demohub_demo = demo  # what launch_demo_app warms up
+    return blocks
 
 
 def launch_demo_app(blocks) -> None:
     from apps import serving
+    from apps.hub import warm_up
     from apps.ui import look
     from shared.pool import default_pool
 
-    pool = default_pool()
-    serving.launch(blocks, space_settings(), stats=lambda: pool.stats().as_dict(), **look())
+    pool, settings = default_pool(), space_settings()
+    demo = getattr(blocks, "demohub_demo", None)
+    serving.launch(blocks, settings, stats=lambda: pool.stats().as_dict(),
+                   on_serving=(lambda: warm_up([demo])) if demo and settings.warm else None, **look())
 
 
 def hub_space() -> SpaceFiles:
@@ -148,7 +177,7 @@ def hub_space() -> SpaceFiles:
         "colorFrom": COLOURS[HUB_SPACE][0],
         "colorTo": COLOURS[HUB_SPACE][1],
         "sdk": "gradio",
-        "sdk_version": GRADIO_SDK_VERSION,
+        "sdk_version": TESTED_GRADIO,
         "python_version": PYTHON_VERSION,
         "app_file": "app.py",
         "short_description": "Try ICLR 2024 papers hands-on on their official weights",

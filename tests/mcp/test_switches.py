@@ -7,9 +7,10 @@ from __future__ import annotations
 import pytest
 import requests
 
+from tests.commands import start_hub
 from tests.conftest import free_port
 from tests.security import raw
-from tests.security.conftest import HONEST_PRAX, start_hub
+from tests.security.conftest import HONEST_PRAX
 
 
 @pytest.fixture(scope="module")

@@ -11,17 +11,13 @@ show up in its request log. It runs in an empty working directory, so anything w
 
 from __future__ import annotations
 
-import os
 import shutil
-import subprocess
-import sys
-import time
-from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 import requests
 
+from tests.commands import start_hub
 from tests.conftest import free_port
 from tests.fixtures import tiny_repos
 from tests.fixtures.hub_server import HubServer
@@ -40,57 +36,8 @@ def hub_server(tmp_path_factory):
     server.add_repo("pragmatic-programs/listener-suffix-idx-300k", tiny_repos.prax_listener())
     server.add_repo(GEODIFFUSION_COCO, tiny_repos.geodiffusion(tmp_path_factory.mktemp("repos"), "coco_stuff"))
     yield server
+    assert server.errors == [], "the Hub test server failed (a 500 of its own, not an injected fault)"
     server.stop()
-
-
-@dataclass
-class RunningHub:
-    url: str
-    process: subprocess.Popen
-    root: Path  # holds cwd/, hf-cache/, gradio/, state/ and hub.log
-
-    @property
-    def log(self) -> str:
-        return (self.root / "hub.log").read_text(errors="replace")
-
-    def status(self, field: str) -> int:
-        """A /proc/<pid>/status figure in kB (VmRSS, VmHWM)."""
-        for line in Path(f"/proc/{self.process.pid}/status").read_text().splitlines():
-            if line.startswith(field + ":"):
-                return int(line.split()[1])
-        raise KeyError(field)
-
-    def reset_peak_memory(self) -> None:
-        Path(f"/proc/{self.process.pid}/clear_refs").write_text("5")  # VmHWM := VmRSS (Linux >= 4.0)
-
-    def files_under(self, name: str) -> list[Path]:
-        return sorted(p for p in (self.root / name).rglob("*") if p.is_file())
-
-
-def start_hub(root: Path, args: list[str], env: dict[str, str], port: int) -> RunningHub:
-    for name in ("cwd", "hf-cache", "gradio", "state", "converted"):
-        (root / name).mkdir(parents=True, exist_ok=True)
-    environment = {k: v for k, v in os.environ.items() if k not in ("HF_HUB_OFFLINE", "PYTEST_CURRENT_TEST")}
-    environment.update(HF_HUB_CACHE=str(root / "hf-cache"), GRADIO_TEMP_DIR=str(root / "gradio"),
-                       DEMOHUB_STATE_DIR=str(root / "state"), DEMOHUB_CONVERTED_CACHE=str(root / "converted"),
-                       GRADIO_ANALYTICS_ENABLED="False", HF_HUB_DISABLE_TELEMETRY="1", OMP_NUM_THREADS="1",
-                       PYTHONUNBUFFERED="1", **env)
-    log = open(root / "hub.log", "w")  # noqa: SIM115 - closed with the process
-    process = subprocess.Popen([sys.executable, "-m", "apps.cli", "serve", "--port", str(port), *args],
-                               cwd=root / "cwd", env=environment, stdout=log, stderr=subprocess.STDOUT)
-    url = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 120
-    while time.monotonic() < deadline:
-        if process.poll() is not None:
-            raise AssertionError(f"demohub serve exited ({process.returncode}):\n{(root / 'hub.log').read_text()}")
-        try:
-            if requests.get(f"{url}/config", timeout=2).status_code in (200, 401):  # 401: a hub behind --auth
-                return RunningHub(url, process, root)
-        except requests.ConnectionError:
-            pass
-        time.sleep(0.5)
-    process.kill()
-    raise AssertionError(f"demohub serve did not answer within 120 s:\n{(root / 'hub.log').read_text()}")
 
 
 @pytest.fixture(scope="session")

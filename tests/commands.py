@@ -1,0 +1,64 @@
+"""Hubs started as commands, the way an operator starts one: ``demohub serve`` in its own process (``start_hub``)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import requests
+
+
+@dataclass
+class RunningHub:
+    url: str
+    process: subprocess.Popen
+    root: Path  # holds cwd/, hf-cache/, gradio/, state/ and hub.log
+
+    @property
+    def log(self) -> str:
+        return (self.root / "hub.log").read_text(errors="replace")
+
+    def status(self, field: str) -> int:
+        """A /proc/<pid>/status figure in kB (VmRSS, VmHWM)."""
+        for line in Path(f"/proc/{self.process.pid}/status").read_text().splitlines():
+            if line.startswith(field + ":"):
+                return int(line.split()[1])
+        raise KeyError(field)
+
+    def reset_peak_memory(self) -> None:
+        Path(f"/proc/{self.process.pid}/clear_refs").write_text("5")  # VmHWM := VmRSS (Linux >= 4.0)
+
+    def files_under(self, name: str) -> list[Path]:
+        return sorted(p for p in (self.root / name).rglob("*") if p.is_file())
+
+
+def start_hub(root: Path, args: list[str], env: dict[str, str], port: int, poll: float = 0.5) -> RunningHub:
+    """``demohub serve --port PORT ARGS`` in its own process, in an empty working directory under ``root``, with its
+    own caches; returns once ``/config`` answers (checked every ``poll`` seconds)."""
+    for name in ("cwd", "hf-cache", "gradio", "state", "converted"):
+        (root / name).mkdir(parents=True, exist_ok=True)
+    environment = {k: v for k, v in os.environ.items() if k not in ("HF_HUB_OFFLINE", "PYTEST_CURRENT_TEST")}
+    environment.update(HF_HUB_CACHE=str(root / "hf-cache"), GRADIO_TEMP_DIR=str(root / "gradio"),
+                       DEMOHUB_STATE_DIR=str(root / "state"), DEMOHUB_CONVERTED_CACHE=str(root / "converted"),
+                       GRADIO_ANALYTICS_ENABLED="False", HF_HUB_DISABLE_TELEMETRY="1", OMP_NUM_THREADS="1",
+                       PYTHONUNBUFFERED="1", **env)
+    log = open(root / "hub.log", "w")  # noqa: SIM115 - closed with the process
+    process = subprocess.Popen([sys.executable, "-m", "apps.cli", "serve", "--port", str(port), *args],
+                               cwd=root / "cwd", env=environment, stdout=log, stderr=subprocess.STDOUT)
+    url = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise AssertionError(f"demohub serve exited ({process.returncode}):\n{(root / 'hub.log').read_text()}")
+        try:
+            if requests.get(f"{url}/config", timeout=2).status_code in (200, 401):  # 401: a hub behind --auth
+                return RunningHub(url, process, root)
+        except requests.ConnectionError:
+            pass
+        time.sleep(poll)
+    process.kill()
+    raise AssertionError(f"demohub serve did not answer within 120 s:\n{(root / 'hub.log').read_text()}")

@@ -1,0 +1,64 @@
+"""The tested stack: constraints.txt pins what CI runs, the hub says so when its Gradio differs, and the one Gradio
+internal the hub changes for speed (a session's block configs, built lazily) keeps Gradio's behaviour."""
+
+from __future__ import annotations
+
+import gradio
+import pytest
+from gradio.state_holder import SessionState
+
+from apps import serving, spaces
+from shared.weights import REPO_ROOT
+
+
+def test_constraints_pin_the_gradio_the_hub_is_tested_on_and_every_requirement():
+    pins = spaces.tested_versions()
+    assert pins["gradio"] == serving.TESTED_GRADIO == gradio.__version__  # CI installs with -c constraints.txt
+    for line in (REPO_ROOT / "requirements.txt").read_text().splitlines():
+        name = line.split("#")[0].strip().split("[")[0].split(">")[0].split("=")[0].strip()
+        if name and not name.startswith("-"):
+            assert name.lower().replace("_", "-") in pins, f"{name} has no pin in constraints.txt"
+
+
+def test_an_untested_gradio_is_named_at_start(monkeypatch):
+    assert serving.untested_gradio() is None
+    monkeypatch.setattr(gradio, "__version__", "6.99.0")
+    warning = serving.untested_gradio()
+    assert "Gradio 6.99.0 is installed" in warning and serving.TESTED_GRADIO in warning
+    assert "pip install -r requirements.txt -c constraints.txt" in warning
+
+
+@pytest.fixture(scope="module")
+def hub_blocks():
+    from apps import hub
+
+    serving.install_lazy_session_configs()
+    return hub.build_hub()
+
+
+def eager_configs(blocks) -> dict:
+    """What Gradio's own SessionState builds for a new session."""
+    config = blocks.default_config
+    return {k: config.config_for_block(k, [], v) for k, v in config.blocks.items() if k in blocks.blocks}
+
+
+def test_a_new_session_builds_no_block_config_until_one_is_read(hub_blocks, monkeypatch):
+    built = []
+    real = type(hub_blocks.default_config).config_for_block
+    monkeypatch.setattr(type(hub_blocks.default_config), "config_for_block",
+                        staticmethod(lambda *args, **kwargs: built.append(args[0]) or real(*args, **kwargs)))
+    state = SessionState(hub_blocks)
+    assert built == []  # Gradio's own __init__ builds one per block: hundreds for this hub
+    textbox = next(k for k, v in hub_blocks.blocks.items() if isinstance(v, gradio.Textbox))
+    state._update_value_in_config(textbox, "changed")  # what an event's output does
+    assert built == [textbox] and state.config_values[textbox]["props"]["value"] == "changed"
+
+
+def test_a_deep_link_reads_the_configs_gradio_would_have_built(hub_blocks):
+    eager = eager_configs(hub_blocks)
+    state = SessionState(hub_blocks)
+    first = next(k for k, v in eager.items() if "props" in v and "value" in v["props"])
+    state._update_value_in_config(first, "changed")
+    eager[first]["props"]["value"] = "changed"
+    assert list(state.components) == [c for c in eager.values() if c]  # same configs, same order
+    assert len(state.config_values) == len(eager)
