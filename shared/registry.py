@@ -42,6 +42,9 @@ class Paper:
         return f"https://arxiv.org/abs/{self.arxiv_id}"
 
 
+SUMMARY_CHARS = 60  # the Hugging Face Hub's limit on a Space's short_description
+
+
 @dataclass(frozen=True)
 class Demo:
     """A registered demo. ``pipeline`` and ``page`` are import paths, imported only when used."""
@@ -49,6 +52,7 @@ class Demo:
     id: str
     title: str
     tagline: str
+    summary: str  # a whole phrase of at most SUMMARY_CHARS: a Space's short_description, the catalog's one line
     paper: Paper
     weight_sets: tuple[WeightSet, ...]
     pipeline: str  # "apps.<id>.pipeline:ClassName"
@@ -59,6 +63,11 @@ class Demo:
     cpu_dtype: str | None = None  # e.g. "bfloat16" for models too large for fp32 in RAM
     gpu_dtype: str | None = None  # e.g. "float16" where the official weights were released for fp16 inference
     embed_height: int = 900  # px: the embed iframe's default height, the page's height at 720 px wide (tested)
+
+    def __post_init__(self):
+        if not 0 < len(self.summary) <= SUMMARY_CHARS:
+            raise ValueError(f"{self.id}: summary must be 1 to {SUMMARY_CHARS} characters (a Space's "
+                             f"short_description), not {len(self.summary)}")
 
     def weight_set(self, name: str | None = None) -> WeightSet:
         if name is None:

@@ -149,7 +149,8 @@ CHROMIUM = "/usr/bin/chromium"
 def browser():
     """One Debian Chromium for the whole session (Playwright's sync API allows one driver at a time)."""
     if not shutil.which(CHROMIUM):
-        pytest.fail(f"{CHROMIUM} is missing: install Debian's chromium (`apt-get install -y chromium`); .ci/run does.")
+        pytest.fail(f"{CHROMIUM} is missing: install Debian's chromium (`apt-get install -y chromium`); "
+                    "scripts/test does.")
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as p:

@@ -21,6 +21,7 @@ DEMO = Demo(
     id="geodiffusion",
     title="GeoDiffusion: layouts to images",
     tagline="Draw labelled boxes, pick camera, time and weather, and generate detection-ready images.",
+    summary="Draw labelled boxes and generate detection-ready images",
     paper=PAPER,
     emoji="🚗",
     suggested_hardware="a10g-small",

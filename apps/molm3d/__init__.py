@@ -24,6 +24,7 @@ DEMO = Demo(
     id="molm3d",
     title="3D-MoLM: ask about a molecule",
     tagline="Give a SMILES or SDF, see its 3D conformer, and ask questions answered beside RDKit reference values.",
+    summary="Ask questions about a molecule and its 3D conformer",
     paper=PAPER,
     emoji="🧬",
     suggested_hardware="a10g-large",

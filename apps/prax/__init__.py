@@ -21,6 +21,7 @@ DEMO = Demo(
     id="prax",
     title="PraX: regexes from examples",
     tagline="Type strings that should and should not match; a literal and a pragmatic listener guess your regex.",
+    summary="Give example strings and get the regex you meant",
     paper=PAPER,
     emoji="🔤",
     weight_sets=(

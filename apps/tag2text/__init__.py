@@ -19,6 +19,7 @@ DEMO = Demo(
     id="tag2text",
     title="Tag2Text: tags and captions",
     tagline="Upload images; get tags with scores and a caption you can steer with your own tags.",
+    summary="Tag images and caption them, steered by your own tags",
     paper=PAPER,
     emoji="🏷️",
     suggested_hardware="t4-small",

@@ -78,13 +78,13 @@ def test_broken_page_is_isolated(tmp_path, monkeypatch, caplog):
     (tmp_path / "broken_demo_page.py").write_text("raise RuntimeError('weights folder is corrupt')\n")
     monkeypatch.syspath_prepend(str(tmp_path))
     good = apps.get_demo("prax")
-    broken = Demo(id="broken", title="Broken", tagline="x", paper=good.paper, weight_sets=good.weight_sets,
+    broken = Demo(id="broken", title="Broken", tagline="x", summary="x", paper=good.paper, weight_sets=good.weight_sets,
                   pipeline="broken_demo_page:P", page="broken_demo_page")
-    missing = Demo(id="later", title="Later", tagline="x", paper=good.paper, weight_sets=good.weight_sets,
+    missing = Demo(id="later", title="Later", tagline="x", summary="x", paper=good.paper, weight_sets=good.weight_sets,
                    pipeline="nowhere:P", page="apps.nowhere.page")
     (tmp_path / "failing_build_page.py").write_text("def build(ctx):\n    raise KeyError('no such checkpoint')\n")
-    failing = Demo(id="failing", title="Failing", tagline="x", paper=good.paper, weight_sets=good.weight_sets,
-                   pipeline="failing_build_page:P", page="failing_build_page")
+    failing = Demo(id="failing", title="Failing", tagline="x", summary="x", paper=good.paper,
+                   weight_sets=good.weight_sets, pipeline="failing_build_page:P", page="failing_build_page")
     pool = ModelPool(budget_bytes=10**6)
     with caplog.at_level("ERROR", logger="demohub"):
         result = hub.import_page(broken)

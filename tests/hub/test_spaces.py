@@ -1,5 +1,6 @@
 """Space folders: committed ones are fresh, YAML is valid, deploy --dry-run lists files offline, apps assemble."""
 
+import dataclasses
 import importlib.util
 import shutil
 import subprocess
@@ -56,6 +57,8 @@ def test_space_yaml_is_valid(name):
                       if line.startswith("gradio"))
     assert gradio_req.specifier.contains(meta["sdk_version"]), "sdk_version must satisfy requirements.txt"
     assert len(meta["short_description"]) <= 60
+    if name != spaces.HUB_SPACE:  # the demo's own phrase, never a cut of its longer tagline
+        assert meta["short_description"] == apps.get_demo(name).summary
     assert meta["colorFrom"] in {"red", "yellow", "green", "blue", "indigo", "purple", "pink", "gray"}
     assert all("/" in m for m in meta["models"])
     for entry in meta.get("preload_from_hub", []):
@@ -67,12 +70,21 @@ def test_space_yaml_is_valid(name):
         assert apps.get_demo(name).paper.url in readme, "the arXiv link lists the Space on the paper's page"
 
 
+def test_a_summary_longer_than_a_space_takes_is_refused():
+    demo = apps.get_demo("prax")
+    with pytest.raises(ValueError, match="at most|1 to 60"):
+        dataclasses.replace(demo, summary=demo.tagline)
+
+
 @pytest.mark.parametrize("name", NAMES)
 def test_requirements_pin_gradio_and_parse(name):
     lines = (spaces.SPACES_ROOT / name / "requirements.txt").read_text().split()
     reqs = [Requirement(line) for line in lines]
-    assert f"gradio[mcp]=={spaces.GRADIO_SDK_VERSION}" in lines  # every Space is an MCP server too
+    assert f"gradio[mcp]=={spaces.TESTED_GRADIO}" in lines  # every Space is an MCP server too
     assert "torch" in {r.name for r in reqs}
+    tested = spaces.tested_versions()
+    assert {r.name: str(r.specifier) for r in reqs} == {r.name: f"=={tested[r.name.lower().replace('_', '-')]}"
+                                                         for r in reqs}, "a Space installs exactly the tested stack"
 
 
 def test_hub_space_preloads_every_demos_default_weights(monkeypatch):

@@ -28,11 +28,11 @@ def node() -> str:
     exe = shutil.which("node")
     if exe is None:
         pytest.fail("Node.js is missing: install Debian's nodejs and npm (`apt-get install -y nodejs npm`), then "
-                    "`npm ci --prefix tests/js`; .ci/run does both.")
+                    "`npm ci --prefix tests/js`; scripts/test does both.")
     installed = CLIENT_DIST.parent / "package.json"
     if not installed.exists():
         pytest.fail("@gradio/client is not installed for the JavaScript tests: run `npm ci --prefix tests/js` "
-                    "(.ci/run does).")
+                    "(scripts/test does).")
     version = json.loads(installed.read_text())["version"]
     if version != pinned_client_version():
         pytest.fail(f"tests/js/node_modules holds @gradio/client {version}, not the pinned "

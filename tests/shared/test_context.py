@@ -54,7 +54,7 @@ def make_demo(monkeypatch, tmp_path):
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "hub"))
     monkeypatch.setenv("DEMOHUB_DEVICE", "cpu")
-    return Demo(id="scaler", title="Scaler", tagline="", paper=Paper("t", "a", "0000.00000"),
+    return Demo(id="scaler", title="Scaler", tagline="", summary="s", paper=Paper("t", "a", "0000.00000"),
                 weight_sets=(WeightSet("official", "big", repo_id="o/big", size_bytes=10**9),
                              WeightSet("local", "bundled")),
                 pipeline="ctx_test_pipeline:ScalePipeline", page="ctx_test_pipeline")
@@ -99,7 +99,7 @@ def test_two_demos_load_one_after_another(monkeypatch, tmp_path):
     demo = make_demo(monkeypatch, tmp_path)
     (tmp_path / "ckpts" / "scaler" / "second").mkdir()
     (tmp_path / "ckpts" / "scaler" / "second" / "config.json").write_text(json.dumps({"scale": 2.0}))
-    demo = Demo(id=demo.id, title="", tagline="", paper=demo.paper, pipeline=demo.pipeline, page=demo.page,
+    demo = Demo(id=demo.id, title="", tagline="", summary="s", paper=demo.paper, pipeline=demo.pipeline, page=demo.page,
                 weight_sets=(*demo.weight_sets, WeightSet("second", "bundled")))
     active, overlaps = [], []
     original = ScalePipeline.from_pretrained.__func__
@@ -167,15 +167,25 @@ def test_compute_holds_the_device_only_around_the_call(monkeypatch, tmp_path):
     ctx = DemoContext(demo, ModelPool(budget_bytes=10**6))
     order = []
 
-    def run(name):
+    def run_gpu(name, trying: threading.Event, other: threading.Event):
+        trying.set()
         with ctx.compute("local") as pipe:
             order.append(f"{name} in")
-            time.sleep(0.2)
+            other.wait(timeout=30)  # the other call is on its way in: give it every chance to overlap
+            time.sleep(0.2)  # a margin against a false pass only: a lock that works never fails here
             order.append(f"{name} out {pipe(1.0)}")
 
-    run_together(lambda: run("a"), lambda: run("b"))
+    a_trying, b_trying = threading.Event(), threading.Event()
+    run_together(lambda: run_gpu("a", a_trying, b_trying), lambda: run_gpu("b", b_trying, a_trying))
     assert [o.split()[1] for o in order] == ["in", "out", "in", "out"], "one model call at a time on the GPU"
     monkeypatch.setenv("DEMOHUB_DEVICE", "cpu")
-    order.clear()
-    run_together(lambda: run("a"), lambda: run("b"))
-    assert [o.split()[1] for o in order][:2] == ["in", "in"], "on the CPU, calls run side by side"
+    both_inside = threading.Barrier(2, timeout=30)  # passes only when both calls are inside compute at once
+    outcomes = []
+
+    def run_cpu():
+        with ctx.compute("local") as pipe:
+            both_inside.wait()
+            outcomes.append(pipe(1.0))
+
+    run_together(run_cpu, run_cpu)
+    assert outcomes == [3.0, 3.0] and not both_inside.broken, "on the CPU, calls run side by side"

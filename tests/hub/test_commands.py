@@ -1,0 +1,36 @@
+"""The README's two commands are the ones that work: CI (.ci/run) runs exactly the README's test command, which sets
+itself up (scripts/test), and both install at the pinned versions of constraints.txt."""
+
+from __future__ import annotations
+
+import os
+import re
+
+from shared.weights import REPO_ROOT
+
+
+def readme_commands() -> list[str]:
+    readme = (REPO_ROOT / "README.md").read_text(encoding="utf-8")
+    block = re.search(r"```bash\n(.*?)```", readme, re.S).group(1)
+    return [line.split("#")[0].strip() for line in block.strip().splitlines()]
+
+
+def test_the_readme_starts_with_the_start_and_the_test_command():
+    start, test = readme_commands()
+    assert start == "pip install -r requirements.txt -c constraints.txt && demohub serve"
+    assert test == "scripts/test"
+
+
+def test_ci_runs_exactly_the_readme_test_command():
+    ci = (REPO_ROOT / ".ci" / "run").read_text(encoding="utf-8")
+    commands = [line.strip() for line in ci.splitlines() if line.strip() and not line.lstrip().startswith("#")]
+    assert commands[-1] == f"exec {readme_commands()[1]}"
+    assert not [c for c in commands if re.search(r"\b(pip|npm|apt-get|venv)\b", c)], "setup belongs in scripts/test"
+
+
+def test_the_test_command_installs_the_pinned_stack_and_what_the_tests_drive():
+    script = (REPO_ROOT / "scripts" / "test").read_text(encoding="utf-8")
+    assert os.access(REPO_ROOT / "scripts" / "test", os.X_OK)
+    assert "-r requirements.txt -r requirements-dev.txt -c constraints.txt" in script
+    assert "npm ci --prefix tests/js" in script and "chromium" in script and "nodejs" in script
+    assert script.rstrip().endswith('exec python -m pytest "$@"')
