@@ -34,13 +34,16 @@ def test_smoke_mode_extrapolates_both_samplers_from_short_calls_and_checks_one_w
     assert [tuple(r[:3]) for r in table] == [*NAMES, NAMES[-1]]
     assert [r[7] for r in table] == [EXTRAPOLATED] * 3 + [CHECK]
     per_evaluation, fixed = float(table[0][3].split()[0]), float(table[0][4])
-    assert per_evaluation > 0 and fixed > 0 and all(r[3:5] == table[0][3:5] for r in table[:3])
+    # The fixed cost is a difference of two noisy timings (it was -1.23 s on a loaded machine): only the table's
+    # arithmetic is checked, never its sign.
+    assert per_evaluation > 0 and all(r[3:5] == table[0][3:5] for r in table[:3])
     seconds = [float(r[6]) for r in table]
     assert seconds[:3] == pytest.approx([fixed + n * per_evaluation for n in (5, 3, 2)], rel=0.02)
     assert [float(r[8].removesuffix("×")) for r in table] == pytest.approx([s / seconds[2] for s in seconds], rel=0.02)
     assert all(r[5].endswith(" ms") for r in table[:3]) and table[3][5] == "–"
     check_gap, check_median = table[3][3].split()
-    assert 0 < float(check_gap) <= float(check_median.strip("()")) and float(table[3][4]) > 0  # the check's own gaps
+    assert 0 < float(check_gap) <= float(check_median.strip("()"))  # the check's own gaps: the least, then the median
+    float(table[3][4])  # its fixed cost is a number (of either sign)
     assert "load average" in done.stdout and "2 threads" in done.stdout
 
 

@@ -37,3 +37,19 @@ def test_sections_measured_by_hand_are_always_kept(tmp_path, capsys):
     run_all.main(["--out", str(old), "--only", "no-benchmark-has-this-word"])
     assert {t: run_all.existing_sections(old)[t] for t in by_hand} == by_hand
     capsys.readouterr()
+
+
+def test_a_rerun_section_keeps_its_notes_by_hand_and_the_scripts_own_notes(tmp_path, capsys, monkeypatch):
+    run_all = _run_all()
+    title, _, command = run_all.BENCHMARKS[0]
+    old = tmp_path / "BENCHMARKS.md"
+    old.write_text(f"# Benchmarks\n\n## {title}\n\nCommand: `{command}`\n\n| old | 1 |\n\n> Measured by hand: a note.\n"
+                   "> Its second line.\n\nStray prose the rerun replaces.\n")
+    printed = "progress 1/2\n| new | 2 |\n|---|---|\nNote: the script's own remark.\n| again | 3 |\ndone\n"
+    monkeypatch.setattr(run_all.subprocess, "run", lambda *a, **k: run_all.subprocess.CompletedProcess(a, 0, printed))
+    run_all.main(["--out", str(old), "--only", title.split()[0]])
+    section = run_all.existing_sections(old)[title]
+    assert "| old | 1 |" not in section and "Stray prose" not in section and "progress" not in section
+    assert section.endswith("| new | 2 |\n|---|---|\n\nNote: the script's own remark.\n\n| again | 3 |\n\n"
+                            "> Measured by hand: a note.\n> Its second line.")
+    capsys.readouterr()

@@ -34,6 +34,7 @@ def hub(tmp_path_factory):
     for demo_id, repo_id in REPOS.items():
         server.add_repo(repo_id, files[demo_id])
     yield server, files
+    assert server.errors == [], "the Hub test server failed (a 500 of its own, not an injected fault)"
     server.stop()
 
 

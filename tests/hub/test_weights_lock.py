@@ -24,6 +24,7 @@ REPO = "pragmatic-programs/pragmatic-ft-listener"
 def hub():
     server = HubServer().start()
     yield server
+    assert server.errors == [], "the Hub test server failed (a 500 of its own, not an injected fault)"
     server.stop()
 
 

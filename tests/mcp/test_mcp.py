@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import concurrent.futures
+import functools
 import json
 import re
 import threading
@@ -68,11 +69,13 @@ def test_prax_synthesize_answers_ranked_regexes_that_match_the_examples(mcp_hub)
 
 
 def test_prax_suggest(mcp_hub):
-    from apps.prax import actions
+    from apps.prax import actions, dsl
 
     out = answer(mcp_call(mcp_hub, "suggest", {"examples": SPEC}))
     assert out == actions.suggest(mcp_hub.context("prax"), SPEC, "tiny-pragmatic").to_dict()
-    assert out["example"]["label"] in "+-" and out["example"]["string"] not in {e["string"] for e in SPEC}
+    assert out["example"]["label"] in ("+", "-") and out["example"]["string"] not in {e["string"] for e in SPEC}
+    # Independent of the pool's own answer: the label is what the listener's top guess says about the string.
+    assert out["example"]["label"] == ("+" if dsl.matches(out["assumed_program"], out["example"]["string"]) else "-")
 
 
 def test_tag2text_tag_image_takes_a_data_uri_and_answers_the_pipelines_to_dict(mcp_hub, tmp_path):
@@ -180,8 +183,10 @@ def test_catalog(mcp_hub):
     ("molecule_properties", {"smiles": "CCO", "seed": -1}, "seed", "molm3d"),
     ("encode_layout", {"layout_json": '{"bbox": [["unicorn", 0.1, 0.1, 0.2, 0.2]]}'}, "layout_json", "geodiffusion"),
 ], ids=["no-examples", "k", "smiles", "seed", "label"])
-def test_bad_input_gets_the_pages_sentence_before_queueing(mcp_hub, tool, arguments, argument, sentence):
-    """The page's validator and the MCP tool run the same check; the tool's error carries its sentence."""
+def test_bad_input_gets_the_pages_sentence_before_queueing(mcp_hub, monkeypatch, tool, arguments, argument,
+                                                           sentence):
+    """The page's validator and the MCP tool run the same check; the tool's error carries its sentence, and the
+    endpoint's function never runs."""
     from apps.geodiffusion.actions import GeoDiffusionPage
     from apps.molm3d import actions as molm3d
     from apps.prax import actions as prax
@@ -193,8 +198,17 @@ def test_bad_input_gets_the_pages_sentence_before_queueing(mcp_hub, tool, argume
                  a["layout_json"], "nuimages-256x256")}[sentence]
     with pytest.raises(UserInputError) as expected:
         check(arguments)
+    block_fn = next(fn for fn in mcp_hub.blocks.fns.values() if fn.api_name == tool)
+    ran = []
+    handler = block_fn.fn
+    monkeypatch.setattr(block_fn, "fn", functools.wraps(handler)(lambda *a, **k: ran.append(a) or handler(*a, **k)))
     text = error_text(mcp_call(mcp_hub, tool, arguments))
     assert f"- {argument}: {expected.value}" in text, text
+    assert ran == [], "the refused call reached the endpoint's function"
+    honest = {"synthesize": {"examples": SPEC, "weights": "tiny-literal", "k": 3},
+              "molecule_properties": {"smiles": "CCO"},
+              "encode_layout": {"layout_json": '{"bbox": [["car", 0.1, 0.1, 0.2, 0.2]]}'}}[tool]
+    assert not mcp_call(mcp_hub, tool, honest).isError and len(ran) == 1, "the probe sees an honest call run"
 
 
 def test_missing_weights_answer_with_the_operator_sentence(mcp_hub):

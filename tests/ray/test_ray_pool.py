@@ -207,12 +207,16 @@ def test_a_replica_killed_during_a_burst_loses_no_request(pool):
     with ThreadPoolExecutor(16) as executor:
         futures = [executor.submit(prax_actions.synthesize, ctx, ex, PRAX[1], callback=lambda step, total: None)
                    for ex in inputs]
+        deadline = time.monotonic() + 300
         while sum(f.done() for f in futures) < 2:  # the burst is running on both replicas
+            assert time.monotonic() < deadline, "no call of the burst finished within 300 s"
             time.sleep(0.05)
         running = replicas(app)
         assert len(running) == 2
+        in_flight = sum(not f.done() for f in futures)
         kill(running[0])
         answers = [f.result(timeout=300).to_dict() for f in futures]
+    assert in_flight >= 8, f"only {in_flight} calls were in flight at the kill"  # 14 of 16 as a rule
     pipe = local(*PRAX)
     assert answers == [pipe(ex, k=prax_actions.SHOWN, num_samples=prax_actions.PAGE_SAMPLES,
                             seed=prax_actions.SEED).to_dict() for ex in inputs]

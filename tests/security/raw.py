@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+import select
 import socket
 import uuid
 from dataclasses import dataclass
@@ -111,6 +112,18 @@ def detail(response: requests.Response) -> str:
     return str(detail)
 
 
+def get_exactly(url: str, target: str, timeout: float = TIMEOUT) -> tuple[int, str]:
+    """GET ``target`` sent byte for byte (``requests`` would resolve ``../`` before sending): (status, body)."""
+    host, port = url.split("//")[1].split(":")
+    with socket.create_connection((host, int(port)), timeout=timeout) as s:
+        s.sendall(f"GET {target} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n".encode())
+        reply = b""
+        while chunk := s.recv(65536):
+            reply += chunk
+    head, _, body = reply.partition(b"\r\n\r\n")
+    return int(head.split()[1]), body.decode(errors="replace")
+
+
 def declared_body(url: str, path: str, length: int, sent: int | None = None, timeout: float = TIMEOUT) -> Answer:
     """POST ``path`` declaring ``length`` bytes of JSON, send ``sent`` of them (all by default, a megabyte at a time,
     until the hub stops reading), then read the answer."""
@@ -121,12 +134,17 @@ def declared_body(url: str, path: str, length: int, sent: int | None = None, tim
                   f"Content-Length: {length}\r\n\r\n".encode())
         try:
             for start in range(0, sent, 1_000_000):
+                if select.select([s], [], [], 0)[0]:
+                    break  # the hub answered already: stop sending, or its close would reset the answer away
                 s.sendall(b"x" * min(1_000_000, sent - start))
         except OSError:
             pass  # the hub answered and closed while the body was still coming
         reply = b""
-        while chunk := s.recv(65536):
-            reply += chunk
+        try:
+            while chunk := s.recv(65536):
+                reply += chunk
+        except ConnectionResetError:
+            pass  # closed with our unread bytes in its buffer: what arrived before the reset is the answer
     head, _, body = reply.partition(b"\r\n\r\n")
     status = int(head.split()[1]) if head else 0
     return Answer(status == 200, status, body.decode(errors="replace"))

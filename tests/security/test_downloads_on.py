@@ -98,7 +98,7 @@ def test_a_failed_download_is_remembered_for_ten_minutes(local_hub, hub_server):
 def test_one_download_at_a_time_and_other_demos_keep_serving(local_hub, hub_server):
     url, cache = local_hub
     hub_server.add_repo("pragmatic-programs/human-data-ft-listener", hub_server.repo_files(PRAX_OFFICIAL))
-    hub_server.delay("human-data-ft-listener/resolve", 8, method="GET", times=None)
+    gate = hub_server.hold("human-data-ft-listener/resolve", method="GET")  # the download runs until released
     slow: list[raw.Answer] = []
     downloading = threading.Thread(
         target=lambda: slow.append(raw.call(url, "synthesize", [SPEC, "human-data-ft-listener", 3])))
@@ -116,6 +116,7 @@ def test_one_download_at_a_time_and_other_demos_keep_serving(local_hub, hub_serv
         "Another download is running on this server, so the geodiffusion weights 'nuimages-512x512' (4.91 GB) "
         "cannot start now; try again in a few minutes.")
     assert downloading.is_alive(), "the download should still be running"
+    gate.set()
     downloading.join(timeout=120)
     assert slow and slow[0].ok, slow[0].message if slow else "no answer"
 

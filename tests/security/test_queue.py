@@ -5,7 +5,6 @@ A slow job is GeoDiffusion on its tiny checkpoint with 200 denoising steps (a se
 from __future__ import annotations
 
 import threading
-import time
 
 import requests
 
@@ -64,16 +63,17 @@ def test_another_demo_is_served_while_geodiffusion_is_busy(public_hub):
     GeoDiffusion jobs (from three visitors) are still running or waiting."""
     raw.call(public_hub.url, "synthesize", [[{"string": "a1", "label": "+"}], "tiny-literal", 3])  # loaded
     events = [start_slow_call(public_hub.url).json()["event_id"] for _ in range(3)]
-    finished: list[float] = []
+    order: list[str] = []  # who finished, in order (GeoDiffusion runs its three jobs one after another)
 
     def wait_all():
         for event_id in events:
             finish(public_hub.url, event_id)
-        finished.append(time.monotonic())
+            order.append("geodiffusion")
 
     waiter = threading.Thread(target=wait_all)
     waiter.start()
     honest_request_works(public_hub.url)
-    prax_done = time.monotonic()
+    order.append("prax")
     waiter.join(timeout=300)
-    assert finished and prax_done < finished[0], "PraX waited for GeoDiffusion's queue"
+    # In GeoDiffusion's queue PraX would finish after all three; here it finishes while two or more still run or wait.
+    assert order.index("prax") <= 1 and order.count("geodiffusion") == 3, order

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import http.client
 import io
+import socket
+import threading
 import zipfile
 from pathlib import Path
 
@@ -101,22 +103,49 @@ def test_an_upload_without_a_declared_size_is_refused(public_hub):
     honest_request_works(public_hub.url)
 
 
-@pytest.mark.parametrize("url", ["https://example.com/cat.png", "http://169.254.169.254/latest/meta-data/",
-                                 "http://127.0.0.1:22/"])
-def test_file_inputs_never_fetch_web_addresses(public_hub, public_config, url):
+@pytest.fixture
+def listener():
+    """A local TCP listener that counts the connections it gets: a fetch of its address cannot go unseen (offline, a
+    fetch of a remote address would just fail and leave no trace)."""
+    server = socket.create_server(("127.0.0.1", 0))
+    server.settimeout(0.1)
+    accepted, stop = [], threading.Event()
+
+    def accept():
+        while not stop.is_set():
+            try:
+                connection, _ = server.accept()
+            except TimeoutError:
+                continue
+            accepted.append(connection)
+            connection.close()
+
+    thread = threading.Thread(target=accept, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{server.getsockname()[1]}", accepted
+    stop.set()
+    thread.join(timeout=5)
+    server.close()
+
+
+@pytest.mark.parametrize("path", ["/cat.png", "/latest/meta-data/"])
+def test_file_inputs_never_fetch_web_addresses(public_hub, public_config, listener, path):
+    address, accepted = listener
+    url = address + path
     session = raw.session()
     status, detail = raw.join(public_hub.url, raw.fn_index(public_config, "tag_image"),
                               [raw.file_data(url, url=url), 0.68, "", None], session)
     assert status == 422 and detail == URL_REFUSED.format(url=url)
     answer = raw.call(public_hub.url, "tag_batch", [[raw.file_data(url)], 0.68, ""])
     assert not answer.ok and answer.status == 422 and URL_REFUSED.format(url=url) in answer.message
-    assert not [p for p in public_hub.files_under("gradio") if "cat" in p.name or "meta-data" in p.name]
     honest_request_works(public_hub.url)
+    assert accepted == [], "the hub connected to the address a visitor named"
+    assert not [p for p in public_hub.files_under("gradio") if "cat" in p.name or "meta-data" in p.name]
 
 
 def test_gradio_client_gets_the_url_sentence(public_hub):
     client = Client(public_hub.url, verbose=False)
-    with pytest.raises(Exception) as info:  # noqa: B017 - gradio_client's ValidationError
+    with pytest.raises(ValueError) as info:  # gradio_client's ValidationError, not a timeout
         client.predict(handle_file("https://example.com/cat.png"), 0.68, "", api_name="/tag_image")
     client.close()
     assert "does not fetch files from web addresses" in str(info.value)

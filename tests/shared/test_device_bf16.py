@@ -212,10 +212,17 @@ def test_prax_under_bf16_is_bf16_and_close_to_fp32(load):
     examples = [("aa", "+"), ("aaa", "+"), ("b", "-")]
     out = half(examples, k=3, num_samples=30, seed=0)
     assert out.candidates and all(c.matches == (True, True, False) for c in out.candidates)
-    # teacher-forced log-probabilities of one program: the same to within bf16's rounding
+    # Teacher-forced next-byte distributions of one program: the same up to bf16's rounding. Compared as probabilities
+    # (total variation per position) and as the program's summed log-probability, which ranks candidates. Entrywise
+    # log-probabilities are not: bf16 keeps 8 bits, so a byte at log-probability -30 moves by ~0.1-0.2 depending on
+    # the CPU's kernels (0.14 here, 0.19 on CI) while its probability stays ~1e-13.
     spec = half.check_inputs(examples)[0]
     ids = torch.tensor([encode_listener_input(spec)])
-    target = torch.tensor([[PROGRAM_ID, *encode_program("a+")[:-1]]])  # decoder input: start, then the bytes
-    logp = [torch.log_softmax(p.model(input_ids=ids, decoder_input_ids=target).logits.float(), -1)
+    program = encode_program("a+")
+    target = torch.tensor([[PROGRAM_ID, *program[:-1]]])  # decoder input: start, then the bytes
+    logp = [torch.log_softmax(p.model(input_ids=ids, decoder_input_ids=target).logits.float(), -1)[0]
             for p in (half, full)]
-    assert (logp[0] - logp[1]).abs().max() < 0.15
+    total_variation = 0.5 * (logp[0].exp() - logp[1].exp()).abs().sum(-1)
+    assert total_variation.max() < 0.02, total_variation  # 0.005 measured
+    summed = [lp.gather(-1, torch.tensor(program)[:, None]).sum().item() for lp in logp]
+    assert abs(summed[0] - summed[1]) < 0.01 * abs(summed[1]) + 0.05, summed  # -24.788 vs -24.790 measured
