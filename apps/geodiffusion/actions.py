@@ -46,8 +46,9 @@ LAYOUT_FIELDS = (("camera", CAMERAS), ("timeofday", TIMES_OF_DAY), ("weather", W
 # The page's parameter names for the pipeline's arguments, so a check marks the input a person typed into.
 PAGE_ARGUMENTS = {"layout": "layout_json", "num_inference_steps": "steps", "guidance_scale": "cfg"}
 SCHEDULER_NAMES = {"PNDMScheduler": "PNDM", "DPMSolverMultistepScheduler": "DPM-Solver++"}
-# Seconds per 256² / 512² image on 2 CPU cores (fp32, full-size models): (fixed part, per UNet evaluation), measured by
-# benchmarks/geodiffusion_sampling.py (BENCHMARKS.md, "GeoDiffusion: fast sampling"); the settings' trade-off line.
+# Seconds per 256² / 512² image on 2 CPU cores (fp32, full-size models): (fixed part, per UNet evaluation), as
+# benchmarks/geodiffusion_sampling.py estimates them from short calls (BENCHMARKS.md, "GeoDiffusion: fast sampling";
+# tests/geodiffusion/test_sampling.py holds these to that table); the settings' trade-off line.
 CPU_SECONDS = {256: (2.4, 1.87), 512: (9.74, 6.17)}
 
 NUIMAGES_EXAMPLES = [
@@ -235,13 +236,14 @@ def unet_evaluations(scheduler: str, steps: int) -> int:
 
 
 def sampler_info(config: GenerationConfig) -> str:
-    """The trade-off of fast sampling for a checkpoint, with the time per image measured on the CPU."""
+    """The trade-off of fast sampling for a checkpoint, with the time per image estimated from CPU timings."""
     size = min(CPU_SECONDS, key=lambda side: abs(side - max(config.width, config.height)))
     fixed, per_evaluation = CPU_SECONDS[size]
     official = fixed + per_evaluation * unet_evaluations(config.official_scheduler, config.num_inference_steps)
     fast = fixed + per_evaluation * FAST_SAMPLING_STEPS
     return (f"Fast sampling takes {official / fast:.1f}× less time per image than the official "
-            f"{config.num_inference_steps} {config.official_scheduler} steps (measured on 2 CPU cores at {size}²). "
+            f"{config.num_inference_steps} {config.official_scheduler} steps (estimated from short timed calls on 2 "
+            f"CPU cores at {size}²). "
             "The same seed gives a different image, and the paper's results use the official sampler. Choosing "
             f"it sets Steps to {FAST_SAMPLING_STEPS} unless you changed them.")
 

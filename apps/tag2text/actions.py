@@ -37,11 +37,12 @@ TABLE_HEADERS = ["file", "tags", "caption"]
 # code ("Tag2Text: official code vs ours", whole call at batch 1 and 8) and bf16 against fp32 ("Reduced precision": the
 # full-size model with random weights, 2 threads of a Xeon with AMX, change rates over 64 noise inputs).
 SPEED_NOTE = ("In fp32 this code tags and captions one image 3.1× faster than the official implementation on the same "
-              "weights, a batch of 8 3.2× faster, with the same tags and caption. bf16 on a CPU with native bf16 "
-              "(AVX512-BF16 or AMX; `demohub doctor` says which): one image 1.4× faster and a batch of 8 2.7× faster "
-              "than fp32 on our test CPU, but tags changed on 11% and captions on 89% of test images (random weights, "
-              "whose near-ties make these counts pessimistic). fp32 stays the CPU default; the operator opts in with "
-              "`DEMOHUB_DTYPE=bf16`.")
+              "weights, with the same tags and caption, and a batch of 8 3.2× faster, with the same tags (upstream "
+              "captions a whole batch from the first image's tags, so only that caption was compared). bf16 on a CPU "
+              "with native bf16 (AVX512-BF16 or AMX; `demohub doctor` says which): one image 1.4× faster and a batch "
+              "of 8 2.7× faster than fp32 on our test CPU, but tags changed on 11% and captions on 89% of test images "
+              "(random weights, whose near-ties make these counts pessimistic). fp32 stays the CPU default; the "
+              "operator opts in with `DEMOHUB_DTYPE=bf16`.")
 # Inline styles: a page rendered inside the hub cannot bring its own CSS (Gradio 6 takes css at launch()).
 CHIPS_STYLE = "display:flex;flex-wrap:wrap;gap:6px"
 CHIP_STYLE = "border-radius:999px;padding:2px 10px;background:var(--color-accent-soft,#e0e7ff)"

@@ -120,20 +120,39 @@ def test_check_inputs_normalises_the_sampler_and_fills_its_steps():
     assert (nu.official_scheduler, coco.official_scheduler) == ("PNDM", "DPM-Solver++")
 
 
-def test_the_settings_line_gives_the_measured_trade_off():
-    """The ratio comes from the CPU seconds benchmarks/geodiffusion_sampling.py measured, for the checkpoint's own
-    steps (PNDM's extra evaluation counted)."""
+def test_the_settings_line_gives_the_estimated_trade_off():
+    """The ratio comes from the CPU seconds benchmarks/geodiffusion_sampling.py estimated, for the checkpoint's own
+    steps (PNDM's extra evaluation counted), and says it is an estimate."""
     from dataclasses import replace
 
     from apps.geodiffusion.actions import CPU_SECONDS, sampler_info, steps_for_sampler
 
     nu, coco = KNOWN_CONFIGS["nuimages-256x256"], KNOWN_CONFIGS["coco-stuff-512x512"]
     assert sampler_info(nu).startswith("Fast sampling takes 4.8× less time per image than the official 100 PNDM "
-                                       "steps (measured on 2 CPU cores at 256²).")
+                                       "steps (estimated from short timed calls on 2 CPU cores at 256²).")
     assert sampler_info(coco).startswith("Fast sampling takes 2.4× less time per image than the official 50 "
-                                         "DPM-Solver++ steps (measured on 2 CPU cores at 512²).")
+                                         "DPM-Solver++ steps (estimated from short timed calls on 2 CPU cores "
+                                         "at 512²).")
     fixed, per_evaluation = CPU_SECONDS[256]
     expected = (fixed + 31 * per_evaluation) / (fixed + 20 * per_evaluation)
     assert f"takes {expected:.1f}× less time" in sampler_info(replace(nu, num_inference_steps=30))
     assert steps_for_sampler("fast", 100, nu) == 20 and steps_for_sampler("fast", 35, nu) == 35
     assert steps_for_sampler("default", 20, coco) == 50 and steps_for_sampler("default", 21, coco) == 21
+
+
+def test_the_page_figures_are_the_benchmark_tables():
+    """CPU_SECONDS are BENCHMARKS.md's extrapolation rows (fixed s, s per UNet evaluation) for each image size."""
+    import re
+
+    from apps.geodiffusion.actions import CPU_SECONDS
+    from shared.weights import REPO_ROOT
+
+    text = (REPO_ROOT / "BENCHMARKS.md").read_text(encoding="utf-8")
+    section = text.split("## GeoDiffusion: fast sampling vs the official samplers")[1].split("\n## ")[0]
+    rows = {}
+    for line in section.splitlines():
+        cells = [c.strip() for c in line.strip("|").split("|")]
+        if len(cells) > 7 and cells[7].startswith("extrapolated"):
+            size = int(re.match(r"(\d+)²", cells[0]).group(1))
+            rows[size] = (float(cells[4]), float(cells[3].split()[0]))
+    assert rows == CPU_SECONDS

@@ -161,12 +161,12 @@ def test_first_calls_on_busy_cores(tmp_path):
     with busy_cores():
         hub = start_hub(tmp_path, ["--downloads", "off"], {"HF_HUB_OFFLINE": "1"}, free_port(), poll=0.05)
         try:
+            first_join = timed_join(hub.url)  # alone: what admission costs right after start
             with ThreadPoolExecutor(max_workers=12) as pool:
-                joins = [pool.submit(timed_join, hub.url)]
                 clients = [pool.submit(gradio_client_call, hub.url) for _ in range(8)]
                 mcp = pool.submit(mcp_tool_call, hub.url)
                 node = pool.submit(run_node, JS_DIR / "prax.mjs", hub.url, timeout=300)
-                joins += [pool.submit(timed_join, hub.url) for _ in range(3)]  # while the first calls run
+                joins = [pool.submit(timed_join, hub.url) for _ in range(3)]  # while the first calls run
                 answers = [c.result(timeout=300) for c in clients]
                 mcp_answer, node_answer = mcp.result(timeout=300), result_of(node.result(timeout=300))
                 seconds = [j.result(timeout=300) for j in joins]
@@ -180,10 +180,10 @@ def test_first_calls_on_busy_cores(tmp_path):
     assert node_answer["answer"]["candidates"] and all(all(
         match == (e["label"] == "+") for match, e in zip(c["matches_here"], node_answer["examples"], strict=True))
         for c in node_answer["checked"])
-    print(f"queue/join right after start, on busy cores: {[round(s, 2) for s in seconds]} s")
-    # The first join comes before the clients' own requests; the others meet ten clients starting at once (each reads
-    # /config and /gradio_api/info, ~1 s each on busy cores), so they are held to what a default client allows.
-    assert seconds[0] < FIRST_JOIN_SECONDS and max(seconds) < CLIENT_SECONDS, seconds
+    print(f"queue/join on busy cores: first {first_join:.2f} s, then {[round(s, 2) for s in seconds]}")
+    # The first join is made alone; the others meet ten clients starting at once (each reads /config and
+    # /gradio_api/info, ~1 s each on busy cores), so they are held to what a default client allows.
+    assert first_join < FIRST_JOIN_SECONDS and max(seconds) < CLIENT_SECONDS, (first_join, seconds)
     assert "Traceback" not in hub.log, hub.log[-3000:]
 
 
