@@ -3,6 +3,9 @@ baseline, result and ratio (each script measures its own baseline in the same ru
 
 Run: python benchmarks/run_all.py [--only WORD ...]   (--only: rerun the benchmarks whose title contains a WORD and
 keep every other section of the existing file as it is; each section records the date it was measured)
+
+A rerun section holds what its script printed (tables and ``Note:`` lines) and, after it, the section's ``> `` notes
+written by hand, which survive every rerun; sections measured by hand (``BY_HAND``) are never rerun.
 """
 
 from __future__ import annotations
@@ -49,6 +52,10 @@ BENCHMARKS = [
      "python benchmarks/fairness.py --requests 40 --steps 200"),
     ("Reduced precision: bf16 against fp32 on CPU", "the same models in fp32, same weights and inputs, same run",
      "python benchmarks/reduced_precision.py"),
+    ("Hub first call after start", "the same PraX call later on the same hub (a fresh gradio_client each time), "
+     "same run; the first must be answered, not time out", "python benchmarks/first_call.py --repeats 3"),
+    ("Hub first call after start, busy cores", "as above, with one spinning process per core throughout",
+     "python benchmarks/first_call.py --repeats 3 --busy"),
     ("PraX on Ray Serve: 1 vs 2 replicas", "Ray Serve with 1 replica (and the in-process pool), same run",
      "python benchmarks/ray_replicas.py --clients 8 --requests 48"),
 ]
@@ -69,10 +76,28 @@ def version(name: str) -> str:
 def run(command: str) -> str:
     result = subprocess.run(command, shell=True, cwd=ROOT, capture_output=True, text=True, timeout=1800,
                             env={**os.environ, "PYTHONPATH": str(ROOT)})
-    table = [line for line in result.stdout.splitlines() if line.startswith("|")]
-    if result.returncode != 0 or not table:
-        return f"Failed (exit {result.returncode}):\n\n```\n{(result.stderr or result.stdout)[-1500:]}\n```"
-    return "\n".join(table)
+    return report(result.stdout) if result.returncode == 0 and "|" in result.stdout else (
+        f"Failed (exit {result.returncode}):\n\n```\n{(result.stderr or result.stdout)[-1500:]}\n```")
+
+
+def report(stdout: str) -> str:
+    """What a benchmark printed for BENCHMARKS.md: its tables and its own ``Note:`` lines, blocks kept apart."""
+    blocks, current = [], []
+    for line in stdout.splitlines():
+        if line.startswith("|") or line.startswith("Note:"):
+            if current and current[-1].startswith("|") != line.startswith("|"):
+                blocks.append(current)
+                current = []
+            current.append(line)
+        elif current:
+            blocks.append(current)
+            current = []
+    return "\n\n".join("\n".join(block) for block in [*blocks, current] if block)
+
+
+def hand_notes(section: str) -> str:
+    """The ``> `` paragraphs of a section: notes written by hand, kept when the benchmark above them is rerun."""
+    return "\n".join(line for line in section.splitlines() if line.startswith(">"))
 
 
 def existing_sections(path: Path) -> dict[str, str]:
@@ -100,7 +125,9 @@ def main(argv: list[str] | None = None) -> None:
     lines = [
         "# Benchmarks", "",
         "Rewritten by `python benchmarks/run_all.py`. Every number is measured against a baseline in the same run on "
-        "the same machine; the command that produced each table is above it.", "",
+        "the same machine; the command that produced each table is above it. Lines starting with `>` are notes "
+        "written by hand: a rerun keeps them under its new table. Sections marked \"run by hand\" need code outside "
+        "this repository and are never rerun.", "",
         f"- Date: {datetime.date.today().isoformat()}",
         f"- Machine: {machine}" + (" (this run; sections kept from earlier runs may differ)" if args.only else ""),
         f"- Python {platform.python_version()}; " + ", ".join(f"{n} {version(n)}" for n in LIBRARIES), "",
@@ -113,6 +140,8 @@ def main(argv: list[str] | None = None) -> None:
         print(f"running: {command}", file=sys.stderr)
         lines += [f"## {title}", "", f"Command: `{command}`", "", f"Baseline: {baseline}.", "",
                   f"Measured: {datetime.date.today().isoformat()} on {machine}.", "", run(command), ""]
+        if notes := hand_notes(existing.get(title, "")):
+            lines += [notes, ""]
     for title in BY_HAND:
         if title in existing:
             lines += [f"## {title}", "", existing[title], ""]

@@ -1,4 +1,5 @@
-"""Hubs started as commands, the way an operator starts one: ``demohub serve`` in its own process (``start_hub``)."""
+"""Hubs started as commands, the way an operator starts one: ``demohub serve`` in its own process (``start_hub``),
+and a machine whose cores are busy with other work (``busy_cores``)."""
 
 from __future__ import annotations
 
@@ -6,6 +7,7 @@ import os
 import subprocess
 import sys
 import time
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -62,3 +64,15 @@ def start_hub(root: Path, args: list[str], env: dict[str, str], port: int, poll:
         time.sleep(poll)
     process.kill()
     raise AssertionError(f"demohub serve did not answer within 120 s:\n{(root / 'hub.log').read_text()}")
+
+
+@contextmanager
+def busy_cores():
+    """Every core busy with other work (one spinning process per core), as on a shared server."""
+    burners = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(os.cpu_count() or 1)]
+    try:
+        yield
+    finally:
+        for burner in burners:
+            burner.kill()
+            burner.wait()

@@ -18,13 +18,12 @@ import sys
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import contextmanager
 from pathlib import Path
 
 import httpx
 
 from apps.prax.dsl import consistent, validate_examples
-from tests.commands import start_hub
+from tests.commands import busy_cores, start_hub
 from tests.conftest import free_port
 from tests.js.node import JS_DIR, result_of, run_node
 from tests.mcp.conftest import run_async
@@ -88,18 +87,6 @@ def test_every_check_runs_without_torch():
     assert refused == {}, f"honest inputs refused: {refused}"
     assert len(checked) >= 20, sorted(checked)  # the page events' checks ran too
     assert result["imported"] == [], f"a check imported {result['imported']}: the first call would wait for it"
-
-
-@contextmanager
-def busy_cores():
-    """Every core busy with other work (one spinning process per core), as on a shared server."""
-    burners = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(os.cpu_count() or 1)]
-    try:
-        yield
-    finally:
-        for burner in burners:
-            burner.kill()
-            burner.wait()
 
 
 def timed_join(url: str) -> float:
