@@ -36,6 +36,8 @@ CONNECTIONS_FULL = "The hub has too many open connections right now; please try 
 ADDRESS_FULL = "Too many open connections from your address; close some tabs or clients and try again."
 INTERNAL = ("Something went wrong on our side (error id {error_id}; the server log has the details). The hub is "
             "still running; please try again.")
+FILE_NOT_SERVED = ("This hub serves only the files its pages made and the files you uploaded; the one asked for is "
+                   "not among them.")
 UNREADABLE = ("This request's inputs could not be read (error id {error_id}): check each value against the API page "
               "(the “Use via API” link at the foot of the page).")
 MAX_SENTENCE = 500  # characters of one error message
@@ -129,6 +131,8 @@ def visitor_sentence(error: Any, status: int, path: str) -> str:
     """What a visitor reads for ``error``: its text cut and escaped (``shorten``) when it is a sentence, else a
     sentence with an error id (``INTERNAL`` for a server error or an empty one, ``UNREADABLE`` for a library's text
     in a 4xx); the original goes to the log under the id."""
+    if "/file=" in path and status in (403, 404):  # Gradio's file route names the server path it refused
+        return FILE_NOT_SERVED
     if isinstance(error, str) and error.strip() and not looks_internal(error):
         return shorten(error)
     error_id = _logged(status, path, error if isinstance(error, str) else json.dumps(error))
