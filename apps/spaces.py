@@ -77,7 +77,8 @@ def _requirements(demos: tuple[Demo, ...]) -> str:
     reqs = ["gradio[mcp]", *BASE_REQUIREMENTS]  # [mcp]: every Space is an MCP server too
     for demo in demos:
         reqs += [r for r in demo.requirements if r not in reqs]
-    return "\n".join(pinned(r) for r in reqs) + "\n"
+    versions = tested_versions()
+    return "\n".join(pinned(r, versions) for r in reqs) + "\n"
 
 
 def tested_versions(path: Path = CONSTRAINTS) -> dict[str, str]:
@@ -90,11 +91,11 @@ def tested_versions(path: Path = CONSTRAINTS) -> dict[str, str]:
     return pins
 
 
-def pinned(requirement: str) -> str:
-    """``requirement`` at the release constraints.txt pins ("transformers>=4.50" -> "transformers==5.25.0"), so a
-    Space runs the stack CI tested; one constraints.txt does not pin stays as written."""
+def pinned(requirement: str, versions: dict[str, str]) -> str:
+    """``requirement`` at the release ``versions`` (``tested_versions()``) pins ("transformers>=4.50" ->
+    "transformers==5.25.0"), so a Space runs the stack CI tested; one without a pin stays as written."""
     name = re.match(r"[A-Za-z0-9_.\-]+(\[[^\]]*\])?", requirement)
-    version = tested_versions().get(_normalised(name.group(0).split("[")[0]))
+    version = versions.get(_normalised(name.group(0).split("[")[0]))
     return f"{name.group(0)}=={version}" if version else requirement
 
 
