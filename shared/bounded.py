@@ -45,6 +45,10 @@ def request_memory_bytes() -> int:
     return int(value)
 
 
+STARTED = "started"  # a worker's word that it holds the work and begins it
+START_SECONDS = 120  # for a fresh worker to start and import the work's module (busy cores included)
+
+
 def _serve(conn, memory_bytes: int) -> None:
     """A worker's loop: run ``(fn, args)`` from ``conn``, send back ``(True, result)`` or ``(False, exception)``."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C stops the hub, which stops its workers
@@ -54,9 +58,10 @@ def _serve(conn, memory_bytes: int) -> None:
         resource.setrlimit(resource.RLIMIT_AS, (memory_bytes, memory_bytes))
     while True:
         try:
-            fn, args = conn.recv()
+            fn, args = conn.recv()  # unpickling ``fn`` imports its module: a fresh worker's start-up ends here
         except (EOFError, OSError):
             return
+        conn.send(STARTED)  # the caller's deadline counts from here
         try:
             reply = (True, fn(*args))
         except BaseException as error:  # noqa: BLE001 - every failure goes back to the caller
@@ -98,7 +103,9 @@ class WorkerPool:
 
     def run(self, fn: Callable[..., Any], *args: Any, seconds: float, too_long: str) -> Any:
         """``fn(*args)`` in a worker; past ``seconds`` the worker is killed and ``UserInputError(too_long)`` raised.
-        ``fn`` and its arguments must pickle (a module-level function)."""
+        ``seconds`` count from when the worker has the work, so a fresh worker's start-up (spawning, importing the
+        work's module: seconds on busy cores) is not charged to the visitor. ``fn`` and its arguments must pickle (a
+        module-level function)."""
         try:
             worker = self._idle.get(timeout=seconds)
         except queue.Empty:
@@ -107,6 +114,8 @@ class WorkerPool:
             if worker is None or not worker.alive:
                 worker = Worker(self.memory_bytes)
             worker.conn.send((fn, args))
+            if not worker.conn.poll(START_SECONDS) or worker.conn.recv() != STARTED:
+                raise OSError(f"the worker did not start within {START_SECONDS} s")
             if not worker.conn.poll(seconds):
                 log.warning("killed a worker: %s ran over %g s", getattr(fn, "__name__", fn), seconds)
                 worker.kill()
