@@ -536,15 +536,14 @@ def launch(blocks, settings: ServeSettings, stats: Callable[[], dict], *, preven
            on_serving: Callable[[], None] | None = None, **launch_kwargs):
     """Queue and launch ``blocks`` under ``settings``; returns what ``Blocks.launch`` returns. ``on_serving`` runs
     once the server answers (before this call blocks)."""
-    import gradio
     from gradio.utils import get_upload_folder
     from starlette.middleware import Middleware
 
     from apps import event_inputs
     from apps.ui import example_file, user_errors
 
-    if gradio.__version__ != TESTED_GRADIO:
-        log.warning(UNTESTED_GRADIO.format(installed=gradio.__version__, tested=TESTED_GRADIO))
+    if warning := untested_gradio():
+        log.warning(warning)
     token, loopback_secret = secrets.token_urlsafe(32), secrets.token_urlsafe(32)
     if settings.mcp and not mcp_available():
         log.warning(MCP_OFF_NO_PACKAGE)

@@ -52,7 +52,7 @@ class Demo:
     id: str
     title: str
     tagline: str
-    summary: str  # a whole phrase of at most SUMMARY_CHARS: a Space's short_description, the catalog's one line
+    summary: str  # a whole phrase of at most SUMMARY_CHARS: the demo's Space's short_description
     paper: Paper
     weight_sets: tuple[WeightSet, ...]
     pipeline: str  # "apps.<id>.pipeline:ClassName"
