@@ -15,7 +15,6 @@ import json
 import os
 import subprocess
 import sys
-import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -27,6 +26,7 @@ from tests.commands import busy_cores, start_hub
 from tests.conftest import free_port
 from tests.js.node import JS_DIR, result_of, run_node
 from tests.mcp.conftest import run_async
+from tests.security import raw
 
 EXAMPLES = [{"string": "ab1", "label": "+"}, {"string": "cd2", "label": "+"}, {"string": "x", "label": "-"}]
 LAYOUT = json.dumps({"camera": "front", "bbox": [["car", 0.1, 0.4, 0.5, 0.9]]})
@@ -89,9 +89,9 @@ def test_every_check_runs_without_torch():
     assert result["imported"] == [], f"a check imported {result['imported']}: the first call would wait for it"
 
 
-def timed_join(url: str) -> float:
+def timed_join(url: str, fn_index: int) -> float:
     """One honest ``/synthesize`` through ``queue/join`` (as gradio_client sends it): seconds until its answer."""
-    body = {"data": [EXAMPLES, "tiny-literal", 3], "fn_index": _fn_index(url, "synthesize"),
+    body = {"data": [EXAMPLES, "tiny-literal", 3], "fn_index": fn_index,
             "session_hash": f"join{time.monotonic_ns()}", "event_data": None, "trigger_id": None}
     with httpx.Client(timeout=60) as client:  # made before the clock starts: its TLS setup alone takes ~50 ms
         start = time.perf_counter()
@@ -99,20 +99,6 @@ def timed_join(url: str) -> float:
         seconds = time.perf_counter() - start
     assert reply.status_code == 200 and "event_id" in reply.json(), reply.text
     return seconds
-
-
-_FN_INDEX: dict[tuple[str, str], int] = {}
-_LOCK = threading.Lock()
-
-
-def _fn_index(url: str, api_name: str) -> int:
-    with _LOCK:
-        if (url, api_name) not in _FN_INDEX:
-            config = httpx.get(f"{url}/config", timeout=60).json()
-            for dep in config["dependencies"]:
-                if dep.get("api_name"):
-                    _FN_INDEX[url, dep["api_name"]] = dep["id"]
-        return _FN_INDEX[url, api_name]
 
 
 def gradio_client_call(url: str) -> dict:
@@ -148,12 +134,13 @@ def test_first_calls_on_busy_cores(tmp_path):
     with busy_cores():
         hub = start_hub(tmp_path, ["--downloads", "off"], {"HF_HUB_OFFLINE": "1"}, free_port(), poll=0.05)
         try:
-            first_join = timed_join(hub.url)  # alone: what admission costs right after start
+            synthesize = raw.fn_index(httpx.get(f"{hub.url}/config", timeout=60).json(), "synthesize")
+            first_join = timed_join(hub.url, synthesize)  # alone: what admission costs right after start
             with ThreadPoolExecutor(max_workers=12) as pool:
                 clients = [pool.submit(gradio_client_call, hub.url) for _ in range(8)]
                 mcp = pool.submit(mcp_tool_call, hub.url)
                 node = pool.submit(run_node, JS_DIR / "prax.mjs", hub.url, timeout=300)
-                joins = [pool.submit(timed_join, hub.url) for _ in range(3)]  # while the first calls run
+                joins = [pool.submit(timed_join, hub.url, synthesize) for _ in range(3)]  # while the first calls run
                 answers = [c.result(timeout=300) for c in clients]
                 mcp_answer, node_answer = mcp.result(timeout=300), result_of(node.result(timeout=300))
                 seconds = [j.result(timeout=300) for j in joins]
