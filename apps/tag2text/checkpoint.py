@@ -19,7 +19,7 @@ import torch
 from safetensors import SafetensorError, safe_open
 from safetensors.torch import load_file
 
-from apps.tag2text.config import Tag2TextConfig
+from apps.tag2text.config import CONFIG_NAME, Tag2TextConfig
 from apps.tag2text.model import Tag2Text, build_model
 from apps.tag2text.swin import interpolate_bias_table
 from shared.checkpoints import load_torch_state, save_safetensors
@@ -29,7 +29,7 @@ log = logging.getLogger(__name__)
 
 CHECKPOINT_NAME = "tag2text_swin_14m.pth"
 CONVERTED_NAME = "tag2text.fp16.safetensors"
-CONVERTED_FORMAT = "1"
+CONVERTED_FORMAT = "2"  # 2: the model's config is in the metadata
 RECOMPUTED_BUFFERS = ("relative_position_index", "attn_mask", "position_ids")
 RENAMES = (("vision_multi.", "tagging_head."),)
 
@@ -107,11 +107,20 @@ def _source_stamp(source: Path) -> dict[str, str]:
     return {"format": CONVERTED_FORMAT, "source_size": str(stat.st_size), "source_mtime": str(int(stat.st_mtime))}
 
 
-def _read_converted(path: Path, stamp: dict[str, str]) -> dict[str, torch.Tensor] | None:
+def _converted_metadata(path: Path, stamp: dict[str, str]) -> dict[str, str] | None:
+    """The metadata of a converted copy made from the file ``stamp`` describes, else None."""
     try:
         with safe_open(str(path), framework="pt") as handle:
-            if (handle.metadata() or {}) != stamp:
-                return None
+            metadata = handle.metadata() or {}
+    except (OSError, SafetensorError):
+        return None
+    return metadata if all(metadata.get(key) == value for key, value in stamp.items()) else None
+
+
+def _read_converted(path: Path, stamp: dict[str, str]) -> dict[str, torch.Tensor] | None:
+    if _converted_metadata(path, stamp) is None:
+        return None
+    try:
         return load_file(str(path))
     except (OSError, SafetensorError):
         return None
@@ -144,13 +153,46 @@ def load_state(path: Path, model: Tag2Text, convert: bool = True) -> tuple[dict[
         return state, path
     # Use the fp16 values from the first start on, so a result never depends on whether it was the first.
     state = {k: v.to(torch.float16).contiguous() for k, v in state.items()}
-    return state, _write_converted(state, stamp, candidates) or path
+    return state, _write_converted(state, {**stamp, "config": model.config.to_json()}, candidates) or path
+
+
+def tensor_shapes(path: Path) -> dict[str, tuple[int, ...]]:
+    """Every tensor's shape in a .pth (under ``model``, renamed as on load, buffers kept) or .safetensors file,
+    read without loading the numbers (memory-mapped pickle / safetensors header)."""
+    if path.suffix == ".safetensors":
+        with safe_open(str(path), framework="pt") as handle:
+            return {key: tuple(handle.get_slice(key).get_shape()) for key in handle.keys()}  # noqa: SIM118
+    shapes = {}
+    for key, value in load_torch_state(path, key="model").items():
+        for old, new in RENAMES:
+            if key.startswith(old):
+                key = new + key[len(old):]
+        shapes[key] = tuple(value.shape)
+    return shapes
+
+
+def read_config(checkpoint: Path) -> Tag2TextConfig:
+    """``config.json`` beside the checkpoint if there is one (our tiny test models), else the sizes read from the
+    checkpoint's tensor shapes: the official file, downloaded alone, gives the official config."""
+    if (checkpoint.parent / CONFIG_NAME).is_file():
+        return Tag2TextConfig.load(checkpoint.parent)
+    if checkpoint.suffix != ".safetensors":  # a converted copy carries the config: no pickle read on later starts
+        stamp = _source_stamp(checkpoint)
+        for candidate in converted_candidates(checkpoint):
+            metadata = _converted_metadata(candidate, stamp) if candidate.is_file() else None
+            if metadata and "config" in metadata:
+                return Tag2TextConfig.from_json(metadata["config"])
+    try:
+        return Tag2TextConfig.from_shapes(tensor_shapes(checkpoint))
+    except ValueError as error:
+        raise WeightsUnavailable(f"{checkpoint.name}: {error}.") from error
 
 
 def load_model(path: str | os.PathLike, device="cpu", dtype=torch.float32) -> tuple[Tag2Text, Path]:
-    """The Tag2Text model for a weights folder or file; the config comes from ``config.json`` beside it, if any."""
+    """The Tag2Text model for a weights folder or file; the config comes from ``config.json`` beside it, if any,
+    else from the checkpoint's shapes."""
     checkpoint = find_checkpoint(path)
-    config = Tag2TextConfig.load(checkpoint.parent)
+    config = read_config(checkpoint)
     model = build_model(config, device="cpu", dtype=torch.float32)
     state, read_from = load_state(checkpoint, model)
     model.load_state_dict(state, strict=False)  # buffers are recomputed, aliases share storage with canonicals

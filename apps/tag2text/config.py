@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import math
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 
@@ -91,4 +93,57 @@ class Tag2TextConfig:
         """``config.json`` in ``folder`` if there is one, else the official full-size config."""
         path = Path(folder) / CONFIG_NAME
         return cls.from_json(path.read_text(encoding="utf-8")) if path.is_file() else cls()
+
+    @classmethod
+    def from_shapes(cls, shapes: Mapping[str, Sequence[int]]) -> Tag2TextConfig:
+        """The sizes of the model whose state dict has these tensor ``shapes`` (our key names, buffers included).
+
+        Widths, depths, Swin heads and window, vocabulary and tag count are read from the shapes; the image size from
+        the first shifted-window mask (the official 384 when the file has none). BERT head counts are not in any
+        shape: they follow the official head widths (64 for the text stacks, 192 for the tagging head; one head when
+        a stack is narrower). The official checkpoint gives exactly ``Tag2TextConfig()`` (tested on its key list).
+        """
+        def shape(key: str) -> Sequence[int]:
+            if key not in shapes:
+                raise ValueError(f"the weights have no {key}; they are not a Tag2Text checkpoint")
+            return shapes[key]
+
+        def count(prefix: str) -> int:  # the number of ``prefix.<n>.`` sub-modules
+            numbers = {int(k[len(prefix) + 1:].split(".", 1)[0]) for k in shapes if k.startswith(prefix + ".")}
+            return max(numbers) + 1 if numbers else 0
+
+        embed_dim, _, patch_size, _ = shape("visual_encoder.patch_embed.proj.weight")
+        stages = count("visual_encoder.layers")
+        depths = tuple(count(f"visual_encoder.layers.{i}.blocks") for i in range(stages))
+        tables = [shape(f"visual_encoder.layers.{i}.blocks.0.attn.relative_position_bias_table") for i in range(stages)]
+        window_size = (math.isqrt(tables[0][0]) + 1) // 2  # (2w - 1)^2 rows
+        image_size = cls.image_size
+        masks = [(i, shapes[k][0]) for i in range(stages) for j in range(depths[i])
+                 if (k := f"visual_encoder.layers.{i}.blocks.{j}.attn_mask") in shapes]
+        if masks:  # (windows, w^2, w^2) at stage i: resolution sqrt(windows) * w
+            stage, windows = masks[0]
+            image_size = math.isqrt(windows) * window_size * patch_size * 2 ** stage
+
+        def bert(prefix: str, width: int, head_width: int, **sizes) -> BertSize:
+            hidden_size = width
+            intermediate_size = shape(f"{prefix}.encoder.layer.0.intermediate.dense.weight")[0]
+            heads = max(1, hidden_size // head_width)
+            if hidden_size % heads:
+                raise ValueError(f"{prefix} is {hidden_size} wide, which {heads} heads do not divide; "
+                                 f"put a {CONFIG_NAME} with its sizes beside the checkpoint")
+            return BertSize(hidden_size=hidden_size, num_hidden_layers=count(f"{prefix}.encoder.layer"),
+                            num_attention_heads=heads, intermediate_size=intermediate_size, **sizes)
+
+        vocab_size, text_width = shape("text_decoder.bert.embeddings.word_embeddings.weight")
+        text = bert("text_decoder.bert", text_width, 64, vocab_size=vocab_size,
+                    max_position_embeddings=shape("text_decoder.bert.embeddings.position_embeddings.weight")[0])
+        num_tags, tag_width = shape("label_embed.weight")
+        tags = official_tag_list()
+        if num_tags != len(tags):
+            raise ValueError(f"the weights have {num_tags} tags, not the official {len(tags)}: put a {CONFIG_NAME} "
+                             "naming them beside the checkpoint")
+        return cls(image_size=image_size, patch_size=patch_size, embed_dim=embed_dim, depths=depths,
+                   num_heads=tuple(table[1] for table in tables), window_size=window_size,
+                   mlp_ratio=shape("visual_encoder.layers.0.blocks.0.mlp.fc1.weight")[0] / embed_dim,
+                   text=text, tagging=bert("tagging_head", tag_width, 192), tags=tags)
 

@@ -13,6 +13,7 @@ import time
 
 import pytest
 import requests
+from PIL import Image
 
 from apps import get_demo, spaces
 from shared import weights
@@ -20,6 +21,7 @@ from shared.context import load_pipeline
 from tests.conftest import free_port
 from tests.fixtures import tiny_repos
 from tests.fixtures.hub_server import HubServer
+from tests.fixtures.tiny_tag2text import inferable_config
 
 REPOS = {"prax": "pragmatic-programs/pragmatic-ft-listener", "tag2text": "xinyu1205/recognize_anything_model",
          "geodiffusion": "KaiChen1998/geodiffusion-nuimages-256x256", "molm3d": "Sihangli/3D-MoLM"}
@@ -72,13 +74,16 @@ def test_download_fetches_exactly_the_allowed_files_then_loads_offline(hub, demo
     folder = weights.resolve(demo_id, ws)  # no download allowed: it must be in the cache now
     assert folder.name == server.repo_sha(repo_id), "the commit the Hub served"
     assert tiny_repos.folder_files(folder) == {f: files[demo_id][f] for f in allowed}
-    if demo_id == "tag2text":
-        return  # the official repo has no config.json; our tiny weights need theirs, which is not allow-listed
     pipe = load_pipeline(get_demo(demo_id), ws, folder)
     assert type(pipe).__name__ == get_demo(demo_id).pipeline.rsplit(":", 1)[1]
     if demo_id == "prax":
         result = pipe([{"string": "ab1", "label": "+"}, {"string": "x", "label": "-"}], k=3, num_samples=20, seed=0)
         assert result.n_samples == 20
+    if demo_id == "tag2text":  # the checkpoint alone: its sizes were read from its shapes
+        assert pipe.config == inferable_config()
+        result = pipe(Image.new("RGB", (90, 70), (200, 30, 30)))
+        (image,) = result.results
+        assert image.caption.strip() and len(image.tags) > 0 and set(image.tag_names) <= set(pipe.config.tags)
     if demo_id == "geodiffusion":
         out = pipe({"camera": "front", "bbox": [["car", 0.1, 0.4, 0.3, 0.6]]}, num_inference_steps=2)
         assert len(out.images) == 1

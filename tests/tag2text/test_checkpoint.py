@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
+from pathlib import Path
 
 import pytest
 import torch
@@ -16,11 +18,13 @@ from apps.tag2text.checkpoint import (
     load_model,
     read_official,
 )
-from apps.tag2text.config import CONFIG_NAME
+from apps.tag2text.config import CONFIG_NAME, Tag2TextConfig
 from apps.tag2text.pipeline import Tag2TextPipeline
 from shared import weights
 from shared.errors import WeightsUnavailable
-from tests.fixtures.tiny_tag2text import write_tiny_checkpoint
+from tests.fixtures.tiny_tag2text import inferable_config, write_tiny_checkpoint
+
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 
 
 def test_tiny_file_has_official_layout(tiny_dir):
@@ -152,3 +156,39 @@ def test_bfloat16_pipeline_agrees_with_float32(tiny_dir, tiny_pipe, two_images):
     a, b = half(two_images[1]).results[0], tiny_pipe(two_images[1]).results[0]
     assert max(abs(x - y) for x, y in zip(a.scores, b.scores, strict=True)) < 0.05
     assert a.caption
+
+
+def test_the_official_key_list_gives_the_official_config():
+    """The official file comes without a config: the sizes read from its shapes are exactly the official ones."""
+    shapes = json.loads((FIXTURES / "tag2text_official_keys.json").read_text())
+    assert Tag2TextConfig.from_shapes(shapes) == Tag2TextConfig()
+
+
+def test_a_checkpoint_alone_loads_with_the_sizes_of_its_shapes(tmp_path):
+    write_tiny_checkpoint(tmp_path, inferable_config(), seed=3, config_file=False)
+    model, read_from = load_model(tmp_path)
+    assert model.config == inferable_config()
+    with safe_open(str(read_from), framework="pt") as handle:  # the converted copy carries the config
+        assert Tag2TextConfig.from_json(handle.metadata()["config"]) == inferable_config()
+
+
+def test_a_converted_copy_spares_the_pickle_even_for_the_config(tmp_path, monkeypatch):
+    write_tiny_checkpoint(tmp_path, inferable_config(), seed=3, config_file=False)
+    first, _ = load_model(tmp_path)
+    monkeypatch.setattr(torch, "load", lambda *a, **k: pytest.fail("the pickle was read again"))
+    again, _ = load_model(tmp_path)
+    assert again.config == first.config
+
+
+@pytest.mark.parametrize(("change", "message"), [
+    (lambda state: state.pop("label_embed.weight"), "have no label_embed.weight; they are not a Tag2Text checkpoint"),
+    (lambda state: state.update({"label_embed.weight": torch.zeros(24, 64)}),
+     "have 24 tags, not the official 3429: put a config.json naming them"),
+])
+def test_shapes_that_name_no_config_get_a_sentence(tmp_path, change, message):
+    write_tiny_checkpoint(tmp_path, inferable_config(), config_file=False)
+    raw = torch.load(tmp_path / CHECKPOINT_NAME, weights_only=True)
+    change(raw["model"])
+    torch.save(raw, tmp_path / CHECKPOINT_NAME)
+    with pytest.raises(WeightsUnavailable, match=message):
+        load_model(tmp_path)
