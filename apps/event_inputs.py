@@ -147,13 +147,14 @@ def inputs_problem(block_fn: Any, inputs: list, state: Any = None) -> str | None
     return None
 
 
-def install(blocks: Any, sentences: Callable[[Callable], Callable]) -> None:
+def install(blocks: Any, sentences: Callable[[Callable], Callable], toasts: Callable[[Callable], Callable]) -> None:
     """Check every event's inputs before Gradio reads them, and make any failure of reading or handling a sentence.
 
     Gradio reads an event's inputs in ``Blocks.preprocess_data`` on every route (the validator's run included), so
     the check goes there: a bad form raises a ``gr.Error`` with the sentence (every route shows those as they are),
-    and whatever else fails while reading becomes ``UNREADABLE`` with an error id. Every event's function gets
-    ``sentences`` (``apps.ui.user_errors``), so a handler's exception is a sentence too."""
+    and whatever else fails while reading becomes ``UNREADABLE`` with an error id. Every named endpoint's function
+    gets ``sentences`` (``apps.ui.user_errors``), so a handler's exception is a sentence its caller reads; every page
+    event's gets ``toasts`` (``apps.ui.page_errors``): the sentence as a toast, the page's components unchanged."""
     import gradio as gr
     from gradio.exceptions import InvalidPathError
 
@@ -176,7 +177,7 @@ def install(blocks: Any, sentences: Callable[[Callable], Callable]) -> None:
     blocks.preprocess_data = checked_preprocess_data
     for block_fn in blocks.fns.values():
         if block_fn.fn is not None:
-            block_fn.fn = sentences(block_fn.fn)
+            block_fn.fn = (sentences if block_fn.api_visibility == "public" else toasts)(block_fn.fn)
 
 
 def _failed_input(block_fn: Any, failure: BaseException) -> str:

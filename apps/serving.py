@@ -540,7 +540,7 @@ def launch(blocks, settings: ServeSettings, stats: Callable[[], dict], *, preven
     from starlette.middleware import Middleware
 
     from apps import event_inputs
-    from apps.ui import example_file, user_errors
+    from apps.ui import example_file, page_errors, user_errors
 
     if warning := untested_gradio():
         log.warning(warning)
@@ -553,7 +553,7 @@ def launch(blocks, settings: ServeSettings, stats: Callable[[], dict], *, preven
                  default_concurrency_limit=settings.demo_concurrency)
     install_queue_rules(blocks, settings)
     install_lazy_session_configs()
-    event_inputs.install(blocks, user_errors)
+    event_inputs.install(blocks, user_errors, page_errors)
     upload_dir = get_upload_folder()
     Path(upload_dir).mkdir(parents=True, exist_ok=True)
     guard = Middleware(HubGuard, settings=settings, token=token, stats=lambda: _operator_stats(blocks, stats),

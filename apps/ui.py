@@ -63,9 +63,31 @@ def download_progress(progress: gr.Progress) -> Callable[[int, int], None]:
 
 def user_errors(fn: Callable) -> Callable:
     """Show any exception from ``fn`` as one readable ``gr.Error`` sentence; the server keeps serving. Plain,
-    generator, async and async-generator functions keep their kind (Gradio calls each kind its own way)."""
+    generator, async and async-generator functions keep their kind (Gradio calls each kind its own way). API callers
+    read the sentence as their call's error (gradio_client's ``AppError``, MCP's error result)."""
     if getattr(fn, "gives_sentences", False):
         return fn
+    return _on_error(fn, lambda error: _raise(as_gradio_error(error)))
+
+
+def page_errors(fn: Callable) -> Callable:
+    """For a page's own events: an exception from ``fn`` becomes a toast with its sentence, and the event's outputs
+    stay as they were (``gr.skip()``), so no input or result is left covered by an "Error" badge: the visitor fixes
+    the input and goes on. (A raised ``gr.Error`` would put every output of the event in an error state.)"""
+    return _on_error(fn, _toast)  # around ``user_errors`` too: its gr.Error's sentence is the toast's
+
+
+def _raise(error: BaseException):
+    raise error
+
+
+def _toast(error: BaseException):
+    gr.Warning(html.escape(as_gradio_error(error).message), duration=15)
+    return gr.skip()
+
+
+def _on_error(fn: Callable, answer: Callable[[BaseException], Any]) -> Callable:
+    """``fn`` whose exceptions go to ``answer`` (which raises, or returns what the event answers instead)."""
     if inspect.isasyncgenfunction(fn):
         @functools.wraps(fn)
         async def wrapper(*args, **kwargs):
@@ -73,28 +95,28 @@ def user_errors(fn: Callable) -> Callable:
                 async for item in fn(*args, **kwargs):
                     yield item
             except Exception as error:
-                raise as_gradio_error(error) from error
+                yield answer(error)
     elif inspect.iscoroutinefunction(fn):
         @functools.wraps(fn)
         async def wrapper(*args, **kwargs):
             try:
                 return await fn(*args, **kwargs)
             except Exception as error:
-                raise as_gradio_error(error) from error
+                return answer(error)
     elif inspect.isgeneratorfunction(fn):
         @functools.wraps(fn)
         def wrapper(*args, **kwargs):
             try:
                 yield from fn(*args, **kwargs)
             except Exception as error:
-                raise as_gradio_error(error) from error
+                yield answer(error)
     else:
         @functools.wraps(fn)
         def wrapper(*args, **kwargs):
             try:
                 return fn(*args, **kwargs)
             except Exception as error:
-                raise as_gradio_error(error) from error
+                return answer(error)
     wrapper.gives_sentences = True
     return wrapper
 

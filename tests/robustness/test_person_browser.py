@@ -142,3 +142,29 @@ def test_prax_error_toast_shows_a_visitors_markup_as_text_and_the_box_stays_usab
     expect(box).to_have_value("", timeout=60_000)
     expect(narrow.get_by_text("<b>bold</b>", exact=False).first).to_be_visible()
     narrow.screenshot(path=tmp_path / "prax-toast-720.png", full_page=True)
+
+
+def test_prax_a_mistake_locks_nothing_and_every_example_stays_in_order(narrow, tmp_path):
+    """Typed 200 ms apart, a contradiction, then the fix: the refusal is a toast, the box keeps the string and stays
+    editable, no component is left in an error state, and the examples are listed in the order they were added."""
+    narrow.goto(f"{narrow.base}/prax")
+    box = narrow.get_by_label("Example string")
+    for string in ("ab1", "cd2"):
+        box.press_sequentially(string, delay=200)
+        box.press("Enter")
+        expect(box).to_have_value("", timeout=60_000)
+    box.press_sequentially("ab1", delay=200)
+    narrow.get_by_role("button", name="− should not match").click()  # the mistake: ab1 is already a match
+    expect(narrow.locator("[data-testid='toast-body']")).to_contain_text("given both as a match", timeout=60_000)
+    expect(box).to_have_value("ab1")
+    assert box.is_editable()
+    assert narrow.locator(".error:visible").count() == 0, "a component shows an error badge"
+    box.fill("")
+    box.press_sequentially("x", delay=200)  # the fix
+    narrow.get_by_role("button", name="− should not match").click()
+    expect(box).to_have_value("", timeout=60_000)
+    labels = narrow.locator("label", has=narrow.locator("input[type=checkbox]"))
+    expect(labels).to_have_text([re.compile(r"\+\s+ab1"), re.compile(r"\+\s+cd2"), re.compile(r"-\s+x")])
+    assert narrow.locator(".error:visible").count() == 0
+    narrow.screenshot(path=tmp_path / "prax-mistake-720.png", full_page=True)
+    assert narrow.console_errors == []

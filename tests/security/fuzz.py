@@ -134,16 +134,19 @@ def send(url: str, case: Case, timeout: float = TIMEOUT) -> Answer:
                       headers={"content-type": "application/json"})
     if r.status_code != 200:
         return Answer(False, r.status_code, raw.detail(r) or None, time.monotonic() - start)
+    toast = None  # a page event's refusal: its sentence as a warning toast, its outputs left as they were
     with requests.get(f"{url}/gradio_api/queue/data", params={"session_hash": session}, stream=True,
                       timeout=timeout) as stream:
         for line in stream.iter_lines(decode_unicode=True):
             if not line.startswith("data:"):
                 continue
             msg = json.loads(line[5:])
+            if msg.get("msg") == "log" and msg.get("level") in ("warning", "error"):
+                toast = msg.get("log")
             if msg.get("msg") == "process_completed":
                 output = msg.get("output") or {}
-                ok = bool(msg.get("success"))
-                return Answer(ok, 200, None if ok else output.get("error"), time.monotonic() - start,
+                ok = bool(msg.get("success")) and toast is None
+                return Answer(ok, 200, None if ok else toast or output.get("error"), time.monotonic() - start,
                               output.get("data"))
     return Answer(False, 200, "the event stream ended without a result", time.monotonic() - start)
 
