@@ -198,25 +198,43 @@ def reveal(game: dict | None) -> str:
 # ---------------------------------------------------------------- display
 
 
+GUESS_TABLE = "width:100%;border-collapse:collapse"
+CELL = "padding:3px 6px;border-bottom:1px solid #8883;text-align:left;vertical-align:top"
+REGEX = "white-space:pre;font-family:ui-monospace,monospace"  # a regex never breaks inside a token
+
+
 def render_guesses(title: str, output: PraxOutput | None, message: str = "") -> str:
-    """An HTML table: rank, regex, score, and the candidate's full match on every example."""
+    """Two small tables that read at any width: the guesses (rank, regex in monospace, score), then one row per
+    example with ✓/✗ per guess. Each scrolls inside its own box when too wide, never the page."""
     head = f"<h4>{html.escape(title)}</h4>"
     if output is None:
         return head + f"<p><em>{html.escape(message)}</em></p>"
     if not output.candidates:
         return head + (f"<p>No regex consistent with all {len(output.examples)} examples among "
                        f"{output.n_samples} samples. Try more samples or simpler examples.</p>")
-    cols = "".join(f"<th title='label {e.label}'><code>{html.escape(e.string)}</code> {e.label}</th>"
-                   for e in output.examples)
-    rows = []
-    for i, c in enumerate(output.candidates, 1):
-        cells = "".join(f"<td style='text-align:center'>{'✓' if m else '✗'}</td>" for m in c.matches)
-        rows.append(f"<tr><td>{i}</td><td><code>{html.escape(c.program)}</code></td>"
-                    f"<td>{c.probability:.0%} <small>(log p {c.logprob:.1f})</small></td>{cells}</tr>")
+
+    def scrolling(table: str) -> str:
+        return f"<div style='overflow-x:auto;max-width:100%'><table style='{GUESS_TABLE}'>{table}</table></div>"
+
+    guesses = "".join(
+        f"<tr><td style='{CELL}'>{i}</td><td style='{CELL}'><code style='{REGEX}'>{html.escape(c.program)}</code>"
+        f"</td><td style='{CELL};white-space:nowrap'>{c.probability:.0%} <small>(log p {c.logprob:.1f})</small>"
+        "</td></tr>" for i, c in enumerate(output.candidates, 1))
+    numbers = "".join(f"<th style='{CELL};text-align:center'>#{i}</th>" for i in range(1, len(output.candidates) + 1))
+    checks = "".join(
+        f"<tr><td style='{CELL};overflow-wrap:anywhere;font-family:ui-monospace,monospace'>"
+        f"{html.escape(e.string)}</td><td style='{CELL}'>{e.label}</td>"
+        + "".join(f"<td style='{CELL};text-align:center'>{'✓' if c.matches[j] else '✗'}</td>"
+                  for c in output.candidates) + "</tr>"
+        for j, e in enumerate(output.examples))
     note = (f"<p><small>{output.n_consistent} of {output.n_samples} samples fit every example; "
-            f"{output.n_unique} distinct. ✓ = full match.</small></p>")
-    return (head + f"<table><thead><tr><th>#</th><th>regex</th><th>score</th>{cols}</tr></thead>"
-            f"<tbody>{''.join(rows)}</tbody></table>" + note)
+            f"{output.n_unique} distinct. ✓ = the guess matches the whole string.</small></p>")
+    return (head
+            + scrolling(f"<thead><tr><th style='{CELL}'>#</th><th style='{CELL}'>regex</th>"
+                        f"<th style='{CELL}'>score</th></tr></thead><tbody>{guesses}</tbody>")
+            + scrolling(f"<thead><tr><th style='{CELL}'>example</th><th style='{CELL}'></th>{numbers}</tr></thead>"
+                        f"<tbody>{checks}</tbody>")
+            + note)
 
 
 def suggestion_markdown(s: PraxSuggestion) -> str:

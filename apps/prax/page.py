@@ -27,9 +27,11 @@ def build(ctx: DemoContext) -> gr.Blocks:
                 _examples_section(w)
             with gr.Column(scale=1):
                 _listeners_section(ctx, w)
-        with gr.Row():
-            w.literal_out = gr.HTML(actions.render_guesses("Literal listener", None, actions.START))
-            w.pragmatic_out = gr.HTML(actions.render_guesses("PraX listener", None, actions.START))
+        with gr.Row():  # columns of 320 px at least: at 720 px the two panels stack instead of squeezing tables
+            with gr.Column(min_width=320):
+                w.literal_out = gr.HTML(actions.render_guesses("Literal listener", None, actions.START))
+            with gr.Column(min_width=320):
+                w.pragmatic_out = gr.HTML(actions.render_guesses("PraX listener", None, actions.START))
         _game_section(w)
         ui.embed_section(ctx.demo)
         _wire_examples(w)

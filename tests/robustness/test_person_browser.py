@@ -46,8 +46,8 @@ def test_prax_add_examples_and_read_both_listeners(person, tmp_path):
     expect(person.get_by_text(re.compile(r"^-\s+x$"))).to_be_visible()
     for title in ("Literal listener", "PraX listener"):
         panel = person.locator("h4", has_text=title).locator("xpath=..")
-        # a table headed by both examples (with a ✓/✗ per candidate), or the honest "none fits" sentence
-        expect(panel).to_contain_text(re.compile(r"ab1 \+.*x -|consistent with all 2 examples", re.S),
+        # a row per example (with a ✓/✗ per candidate), or the honest "none fits" sentence
+        expect(panel).to_contain_text(re.compile(r"ab1\s*\+.*x\s*-|consistent with all 2 examples", re.S),
                                       timeout=120_000)
     person.screenshot(path=tmp_path / "prax.png", full_page=True)
     assert person.console_errors == []
@@ -146,7 +146,8 @@ def test_prax_error_toast_shows_a_visitors_markup_as_text_and_the_box_stays_usab
 
 def test_prax_a_mistake_locks_nothing_and_every_example_stays_in_order(narrow, tmp_path):
     """Typed 200 ms apart, a contradiction, then the fix: the refusal is a toast, the box keeps the string and stays
-    editable, no component is left in an error state, and the examples are listed in the order they were added."""
+    editable, no component is left in an error state, the examples are listed in the order they were added, and
+    the guesses read at 720 px."""
     narrow.goto(f"{narrow.base}/prax")
     box = narrow.get_by_label("Example string")
     for string in ("ab1", "cd2"):
@@ -166,5 +167,17 @@ def test_prax_a_mistake_locks_nothing_and_every_example_stays_in_order(narrow, t
     labels = narrow.locator("label", has=narrow.locator("input[type=checkbox]"))
     expect(labels).to_have_text([re.compile(r"\+\s+ab1"), re.compile(r"\+\s+cd2"), re.compile(r"-\s+x")])
     assert narrow.locator(".error:visible").count() == 0
+    # The results read at 720 px: each regex on one line (never broken inside a token), one row per example,
+    # anything too wide scrolling inside its own box, never the page.
+    panel = narrow.locator("h4", has_text="PraX listener").locator("xpath=..")
+    rows = panel.locator("tbody").nth(1).locator("tr")
+    expect(rows).to_have_count(3, timeout=120_000)  # the guesses for the latest list
+    regexes = panel.locator("code")
+    assert regexes.count() > 0
+    for height, line in regexes.evaluate_all(
+            "codes => codes.map(c => [c.getBoundingClientRect().height, parseFloat(getComputedStyle(c).lineHeight)])"):
+        assert height < 1.5 * line, "a regex wrapped onto a second line"
+    assert [row.inner_text().split()[0] for row in rows.all()] == ["ab1", "cd2", "x"]
+    assert narrow.evaluate("document.documentElement.scrollWidth") <= 720
     narrow.screenshot(path=tmp_path / "prax-mistake-720.png", full_page=True)
     assert narrow.console_errors == []
