@@ -74,14 +74,15 @@ def page_errors(fn: Callable) -> Callable:
     """For a page's own events: an exception from ``fn`` becomes a toast with its sentence, and the event's outputs
     stay as they were (``gr.skip()``), so no input or result is left covered by an "Error" badge: the visitor fixes
     the input and goes on. (A raised ``gr.Error`` would put every output of the event in an error state.)"""
-    return _on_error(fn, _toast)  # around ``user_errors`` too: its gr.Error's sentence is the toast's
+    return _on_error(fn, toast)  # around ``user_errors`` too: its gr.Error's sentence is the toast's
 
 
 def _raise(error: BaseException):
     raise error
 
 
-def _toast(error: BaseException):
+def toast(error: BaseException):
+    """Show ``error``'s sentence as a toast; returns ``gr.skip()``, for the outputs it leaves as they were."""
     gr.Warning(html.escape(as_gradio_error(error).message), duration=15)
     return gr.skip()
 

@@ -14,6 +14,7 @@ import gradio as gr
 from apps import ui
 from apps.prax import actions, dsl
 from shared.context import DemoContext
+from shared.errors import UserInputError
 
 INTERNAL = {"api_visibility": "private"}  # page events: not in the API page, gradio_client or MCP
 
@@ -41,11 +42,12 @@ def build(ctx: DemoContext) -> gr.Blocks:
 
 
 def _examples_section(w: SimpleNamespace) -> None:
-    w.text = gr.Textbox(label="Example string", max_length=dsl.MAX_STRING_CHARS,
+    w.text = gr.Textbox(label="Example string", max_length=dsl.MAX_STRING_CHARS, elem_id=BOX_ID,
                         placeholder="type a string, then press + or − (Enter adds it as +)")
     with gr.Row():
         w.add_pos = gr.Button("+ should match", variant="primary")
         w.add_neg = gr.Button("− should not match")
+    w.refused = gr.Textbox(visible=False)  # the string the last add refused, for GIVE_BACK
     w.current = gr.CheckboxGroup(label="Examples (tick to remove)", choices=[])
     with gr.Row():
         w.remove = gr.Button("Remove ticked", size="sm")
@@ -92,17 +94,35 @@ def _listed(examples: list[dict]):
 
 def _adder(label: str):
     def add(examples, string, game):
-        updated = actions.add_example(examples, string, label, game)
-        return updated, "", _listed(updated)
+        try:
+            updated = actions.add_example(examples, string, label, game)
+        except UserInputError as error:  # the sentence as a toast; the refused string is given back to the box
+            return ui.toast(error), gr.skip(), string
+        return updated, _listed(updated), ""
 
     return ui.user_errors(add)
 
 
+# Edits of the example list: every press counts (a second Enter while the first is on its way is not dropped, as
+# Gradio's default "once" would), and they run one at a time in the order sent, each on the list the previous one
+# left, so no example is lost or reordered however fast a person types or however slow the hub answers.
+EDITS = {**INTERNAL, "trigger_mode": "multiple", "concurrency_id": "prax-example-list", "concurrency_limit": 1}
+BOX_ID = "prax-example-string"
+# The box empties in the browser as the string is sent, so the next one can be typed while the hub answers...
+SEND_AND_EMPTY = f"""(examples, string, game) => {{
+  const box = document.querySelector('#{BOX_ID} textarea, #{BOX_ID} input');
+  if (box) {{ box.value = ''; box.dispatchEvent(new Event('input', {{bubbles: true}})); }}
+  return [examples, string, game];
+}}"""
+# ... and a refused string comes back to be fixed, unless the person has typed something else since.
+GIVE_BACK = "(text, refused) => (text === '' && refused) ? refused : text"
+
+
 def _wire_examples(w: SimpleNamespace) -> None:
-    io = ([w.examples, w.text, w.game], [w.examples, w.text, w.current])
-    w.add_pos.click(_adder("+"), *io, **INTERNAL)
-    w.text.submit(_adder("+"), *io, **INTERNAL)
-    w.add_neg.click(_adder("-"), *io, **INTERNAL)
+    io = ([w.examples, w.text, w.game], [w.examples, w.current, w.refused])
+    for trigger, label in ((w.add_pos.click, "+"), (w.text.submit, "+"), (w.add_neg.click, "-")):
+        trigger(_adder(label), *io, js=SEND_AND_EMPTY, **EDITS).then(
+            None, [w.text, w.refused], w.text, js=GIVE_BACK, queue=False, **INTERNAL)
 
     def remove(examples, ticked):
         kept = actions.remove_examples(examples, ticked)
@@ -120,11 +140,11 @@ def _wire_examples(w: SimpleNamespace) -> None:
         game = actions.new_game()
         return game, [], _listed([]), actions.game_text(game)
 
-    w.remove.click(ui.user_errors(remove), [w.examples, w.current], [w.examples, w.current], **INTERNAL)
-    w.clear.click(lambda: ([], _listed([])), None, [w.examples, w.current], **INTERNAL)
-    w.load.click(ui.user_errors(load), w.preset, [w.examples, w.current, w.game], **INTERNAL)
+    w.remove.click(ui.user_errors(remove), [w.examples, w.current], [w.examples, w.current], **EDITS)
+    w.clear.click(lambda: ([], _listed([])), None, [w.examples, w.current], **EDITS)
+    w.load.click(ui.user_errors(load), w.preset, [w.examples, w.current, w.game], **EDITS)
     w.accept.click(ui.user_errors(accept), [w.examples, w.suggestion, w.game], [w.examples, w.current, w.accept],
-                   **INTERNAL)
+                   **EDITS)
     w.new_game.click(new_game, None, [w.game, w.examples, w.current, w.game_md], **INTERNAL)
     w.reveal.click(ui.user_errors(actions.reveal), w.game, w.game_md, **INTERNAL)
 

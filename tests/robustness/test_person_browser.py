@@ -4,6 +4,7 @@ fill the inputs, press the button, wait for the output, check it; no console err
 from __future__ import annotations
 
 import re
+import time
 
 import pytest
 from playwright.sync_api import expect
@@ -181,3 +182,28 @@ def test_prax_a_mistake_locks_nothing_and_every_example_stays_in_order(narrow, t
     assert narrow.evaluate("document.documentElement.scrollWidth") <= 720
     narrow.screenshot(path=tmp_path / "prax-mistake-720.png", full_page=True)
     assert narrow.console_errors == []
+
+
+def test_prax_fast_typing_on_a_slow_hub_loses_no_example(narrow, tmp_path):
+    """Six strings, each typed and entered 200 ms after the last, while every request takes a second to arrive (a
+    cold or busy hub): every Enter counts, in order, and no character typed is lost."""
+    def slow(route):
+        time.sleep(1.0)
+        route.continue_()
+
+    narrow.goto(f"{narrow.base}/prax")
+    box = narrow.get_by_label("Example string")
+    expect(box).to_be_editable(timeout=60_000)
+    narrow.route("**/queue/join*", slow)
+    typed = ["aa1", "bb2", "cc3", "dd4", "ee5", "ff6"]
+    for string in typed:
+        box.press_sequentially(string, delay=40)
+        box.press("Enter")
+        narrow.wait_for_timeout(200)
+    labels = narrow.locator("label", has=narrow.locator("input[type=checkbox]"))
+    expect(labels).to_have_count(len(typed), timeout=60_000)
+    listed = [re.sub(r"^\+\s+", "", text) for text in labels.all_inner_texts()]
+    assert listed == typed  # each string alone (the box empties as it is sent), in order, none dropped
+    expect(box).to_have_value("")
+    narrow.unroute("**/queue/join*")
+    narrow.screenshot(path=tmp_path / "prax-fast-720.png", full_page=True)
