@@ -142,7 +142,7 @@ def build_hub(pool: ModelPool | None = None, settings: ServeSettings | None = No
         ui.api(catalog, api_name="catalog", check=check_catalog)
 
     for page in pages:
-        with hub.route(page.demo.id, f"/{page.demo.id}"):
+        with hub.route(page.demo.name, f"/{page.demo.id}"):
             render_page(page, contexts[page.demo.id])
     # Cards after the routes: a page that failed to build shows "failed to load" on its card too.
     cards.value = ('<div class="demo-cards">' + "".join(card_html(p, settings.downloads_allowed) for p in pages)

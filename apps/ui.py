@@ -5,6 +5,8 @@ from __future__ import annotations
 import functools
 import html
 import inspect
+import json
+import os
 import re
 import shutil
 import time
@@ -267,31 +269,78 @@ def validator(check: Callable[..., Any]) -> Callable[..., Any]:
     return validate
 
 
-def embed_snippets(demo: Demo, space_id: str | None = None, hub_url: str = "http://localhost:7860") -> dict[str, str]:
-    """Copyable HTML that embeds this demo: its Space (web component and iframe) and a self-hosted hub route."""
-    space_id = space_id or f"paper-demo-hub/{demo.id}"
-    space_url = "https://" + space_id.replace("/", "-").replace("_", "-").lower() + ".hf.space"
-    route = f"{hub_url.rstrip('/')}/{demo.id}"
-    return {
-        "space_component": f'<script type="module" src="{GRADIO_JS_URL}"></script>\n'
-                           f'<gradio-app space="{space_id}"></gradio-app>',
-        "space_iframe": f'<iframe src="{space_url}" style="border:0" width="100%" height="{demo.embed_height}">'
-                        "</iframe>",
-        "hub_component": f'<script type="module" src="{GRADIO_JS_URL}"></script>\n'
-                         f'<gradio-app src="{route}"></gradio-app>',
-        "hub_iframe": f'<iframe src="{route}" style="border:0" width="100%" height="{demo.embed_height}"></iframe>',
-    }
+# Embedding. A page opened with ?embed=1 is its embedded view: no hub navigation, no "Embed this demo" section, and
+# its height reported to the page around it, whose copy of the iframe snippet sets the iframe's height from it, so
+# nothing is cut off however long the results grow. The height is the content's: the embedded view drops Gradio's
+# fill-the-window minimum heights and measures the app, not the body (which fills the frame: an iframe made taller
+# would report itself taller, forever, and never shrink).
+EMBED_PARAMETER = "embed=1"
+HEIGHT_MESSAGE = "demohub:height"
+MAX_EMBED_HEIGHT = 20_000  # px: what a snippet accepts from the frame, whatever it sends
+PAGE_URL = "https://YOUR-HUB/DEMO"  # in the snippets until the browser puts in the address the visitor reached
+
+EMBED_HEAD = """<script>
+(() => {
+  if (new URLSearchParams(location.search).get("embed") !== "1") return;
+  document.documentElement.classList.add("demohub-embed");
+  let reported = 0;
+  const report = (app) => {
+    const height = Math.ceil(app.getBoundingClientRect().bottom + window.scrollY);
+    if (height === reported || window.parent === window) return;
+    reported = height;
+    window.parent.postMessage({type: "HEIGHT_MESSAGE", height: height}, "*");
+  };
+  const observe = () => {
+    const app = document.querySelector("gradio-app") || document.body;
+    new ResizeObserver(() => report(app)).observe(app);
+  };
+  document.readyState === "loading" ? addEventListener("DOMContentLoaded", observe) : observe();
+})();
+</script>""".replace("HEIGHT_MESSAGE", HEIGHT_MESSAGE)
+
+EMBED_CSS = """
+.demohub-embed .nav-holder, .demohub-embed .demohub-embed-section { display: none !important; }
+.demohub-embed gradio-app, .demohub-embed .gradio-container, .demohub-embed .gradio-container > .main,
+.demohub-embed .gradio-container .wrap { min-height: 0 !important; flex-grow: 0 !important; }
+"""
 
 
-def embed_section(demo: Demo) -> None:
-    """The "Embed" accordion with copyable snippets."""
-    snippets = embed_snippets(demo)
-    with gr.Accordion("Embed this demo", open=False):
-        gr.Markdown("Paste one of these into your paper's project page.")
-        gr.Code(snippets["space_component"], language="html", label="Hugging Face Space (web component)")
-        gr.Code(snippets["space_iframe"], language="html", label="Hugging Face Space (iframe)")
-        gr.Code(snippets["hub_component"], language="html", label="Self-hosted hub route (web component)")
-        gr.Code(snippets["hub_iframe"], language="html", label="Self-hosted hub route (iframe)")
+def embed_snippets(demo: Demo, page_url: str, space_id: str | None = None) -> dict[str, str]:
+    """Copyable HTML that embeds this demo from ``page_url`` (the page's own address): an iframe of its embedded
+    view that takes the height the page reports (a few lines of script; without them it keeps ``demo.embed_height``,
+    the embedded view's measured height at 720 px before any result), and Gradio's web component, which sizes itself.
+    With ``space_id`` (the hub runs on that Space) the web component names the Space."""
+    frame = f"demohub-{demo.id}"
+    src = page_url + ("&" if "?" in page_url else "?") + EMBED_PARAMETER
+    iframe = (
+        f'<iframe id="{frame}" src="{html.escape(src)}" title="{html.escape(demo.title)}" '
+        f'style="border:0;width:100%" height="{demo.embed_height}" loading="lazy"></iframe>\n'
+        "<script>\n"
+        'addEventListener("message", (event) => {\n'
+        f'  const frame = document.getElementById("{frame}");\n'
+        f'  if (!frame || event.source !== frame.contentWindow || event.data?.type !== "{HEIGHT_MESSAGE}") return;\n'
+        f"  frame.height = Math.min(Math.max(Number(event.data.height) || 0, 200), {MAX_EMBED_HEIGHT});\n"
+        "});\n"
+        "</script>"
+    )
+    source = f'space="{html.escape(space_id)}"' if space_id else f'src="{html.escape(page_url)}"'
+    component = f'<script type="module" src="{GRADIO_JS_URL}"></script>\n<gradio-app {source}></gradio-app>'
+    return {"iframe": iframe, "web_component": component}
+
+
+def embed_section(demo: Demo, page: gr.Blocks) -> None:
+    """The "Embed this demo" accordion: snippets for the address this visitor reached (host, port, root path and
+    route as the browser sees them, so they work behind a proxy too), filled in by the browser when the page loads."""
+    templates = embed_snippets(demo, PAGE_URL, os.environ.get("SPACE_ID") or None)
+    with gr.Accordion("Embed this demo", open=False, elem_classes="demohub-embed-section"):
+        gr.Markdown("Paste one of these into your paper's project page. The iframe grows with the demo's results.")
+        codes = [gr.Code(templates["iframe"], language="html", label="iframe", interactive=False),
+                 gr.Code(templates["web_component"], language="html", label="Gradio web component",
+                         interactive=False)]
+    fill = ("() => { const page = location.origin + location.pathname.replace(/(.)\\/+$/, '$1'); "
+            f"return {json.dumps([templates['iframe'], templates['web_component']])}"
+            f".map((snippet) => snippet.replaceAll({json.dumps(PAGE_URL)}, page)); }}")
+    page.load(None, None, codes, js=fill)
 
 
 NOTICE_KINDS = ("info", "success", "warning", "error")
@@ -337,12 +386,12 @@ CSS = """
 .demohub-notice code { background: transparent; color: inherit; }
 .gradio-container table { display: block; max-width: 100%; overflow-x: auto; }
 .gradio-container pre, .gradio-container code { white-space: pre-wrap; overflow-wrap: anywhere; }
-"""
+""" + EMBED_CSS
 
 
 def look() -> dict[str, Any]:
     """``launch(**look())``: the theme and stylesheet every Gradio front end of the hub uses."""
-    return {"theme": theme(), "css": CSS}
+    return {"theme": theme(), "css": CSS, "head": EMBED_HEAD}
 
 
 def theme() -> gr.themes.Base:

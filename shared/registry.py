@@ -62,12 +62,18 @@ class Demo:
     requirements: tuple[str, ...] = field(default_factory=tuple)
     cpu_dtype: str | None = None  # e.g. "bfloat16" for models too large for fp32 in RAM
     gpu_dtype: str | None = None  # e.g. "float16" where the official weights were released for fp16 inference
-    embed_height: int = 900  # px: the embed iframe's default height, the page's height at 720 px wide (tested)
+    embed_height: int = 900  # px: the embed iframe's height before the page reports its own: the embedded view's
+    # height at 720 px wide before any result (measured by a browser test)
 
     def __post_init__(self):
         if not 0 < len(self.summary) <= SUMMARY_CHARS:
             raise ValueError(f"{self.id}: summary must be 1 to {SUMMARY_CHARS} characters (a Space's "
                              f"short_description), not {len(self.summary)}")
+
+    @property
+    def name(self) -> str:
+        """The paper's short name, the title before its colon ("PraX"): the hub's navigation shows it."""
+        return self.title.partition(":")[0].strip()
 
     def weight_set(self, name: str | None = None) -> WeightSet:
         if name is None:

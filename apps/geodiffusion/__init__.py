@@ -40,7 +40,7 @@ DEMO = Demo(
     ),
     pipeline="apps.geodiffusion.pipeline:GeoDiffusionPipeline",
     page="apps.geodiffusion.page",
-    embed_height=4100,
+    embed_height=3980,
     requirements=("diffusers>=0.30", "transformers>=4.50", "accelerate>=0.30"),
     gpu_dtype="float16",  # Stable Diffusion 1.5 fine-tunes, released and evaluated in fp16
 )

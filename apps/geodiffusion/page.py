@@ -111,7 +111,7 @@ def build(ctx: DemoContext) -> gr.Blocks:
                                       elem_id="geo-export")
         n_state, es_state, result = gr.State(1), gr.State(None), gr.State(None)
         _examples(layout_json, checkpoint)
-        ui.embed_section(ctx.demo)
+        ui.embed_section(ctx.demo, blocks)
 
         def on_checkpoint(name, text, sampler_):
             cfg_ = page.config(name)

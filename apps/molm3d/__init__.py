@@ -36,7 +36,7 @@ DEMO = Demo(
     ),
     pipeline="apps.molm3d.pipeline:MoLM3DPipeline",
     page="apps.molm3d.page",
-    embed_height=2700,
+    embed_height=2460,
     requirements=("transformers>=4.50", "rdkit>=2024.3", "sentencepiece>=0.2"),
     cpu_dtype="bfloat16",  # a 7B model in fp32 needs ~28 GB of RAM; bf16 halves it
 )

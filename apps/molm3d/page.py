@@ -52,7 +52,7 @@ def build(ctx: DemoContext) -> gr.Blocks:
             with gr.Column(scale=1):
                 o = _outputs()
         table = gr.HTML()  # actions.table_html: no squeezed columns in a narrow page
-        ui.embed_section(ctx.demo)
+        ui.embed_section(ctx.demo, demo)
 
         @ui.user_errors
         def show(smiles, sdf, seed):

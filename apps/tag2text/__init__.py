@@ -30,6 +30,6 @@ DEMO = Demo(
     ),
     pipeline="apps.tag2text.pipeline:Tag2TextPipeline",
     page="apps.tag2text.page",
-    embed_height=1750,
+    embed_height=1580,
     requirements=("transformers>=4.50",),
 )

@@ -31,7 +31,7 @@ def build(ctx: DemoContext) -> gr.Blocks:
         with gr.Tab("Batch"):
             _batch_tab(ctx, selected, threshold, user_tags)
         _api_endpoints(ctx)
-        ui.embed_section(ctx.demo)
+        ui.embed_section(ctx.demo, demo)
     return demo
 
 

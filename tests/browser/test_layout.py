@@ -1,6 +1,6 @@
 """Pages that work where they are embedded: every page at 1400 px and at a paper page's ~720 px iframe, in the light
 and the dark theme. No horizontal scrolling, the page's main controls on screen, styled banners, no emoji (Debian
-Chromium has no emoji font), and embed snippets whose default height holds the page at 720 px.
+Chromium has no emoji font), and embed snippets whose default height holds the embedded view at 720 px.
 
 Screenshots land in ``$DEMOHUB_SCREENSHOTS`` (default: the test's temp dir) as ``<page>-<width>-<theme>.png``.
 """
@@ -41,7 +41,7 @@ def shots(tmp_path: Path) -> Path:
 def open_page(browser, url: str, width: int, theme: str):
     context = browser.new_context(viewport={"width": width, "height": 900})
     page = context.new_page()
-    page.goto(f"{url}?__theme={theme}")
+    page.goto(f"{url}{'&' if '?' in url else '?'}__theme={theme}")
     page.wait_for_selector(".gradio-container", timeout=30_000)
     page.wait_for_function("document.readyState === 'complete'")
     return context, page
@@ -75,10 +75,11 @@ def test_page_fits_width_and_shows_its_main_controls(browser, hub_url, route, wi
 
 
 def settled_height(page, quiet_s: float = 2.0, limit_s: float = 20.0) -> int:
-    """The page's height once it has stopped changing for ``quiet_s`` (viewers and examples render late)."""
+    """The content's height (what the embedded view reports) once it has stopped changing for ``quiet_s`` (viewers
+    and examples render late)."""
     height, since, waited = -1, 0.0, 0.0
     while waited < limit_s and since < quiet_s:
-        now = page.evaluate("() => document.documentElement.scrollHeight")
+        now = page.evaluate("() => Math.ceil(document.querySelector('gradio-app').getBoundingClientRect().bottom)")
         since = since + 0.25 if now == height else 0.0
         height = now
         page.wait_for_timeout(250)
@@ -87,14 +88,17 @@ def settled_height(page, quiet_s: float = 2.0, limit_s: float = 20.0) -> int:
 
 
 @pytest.mark.parametrize("demo", apps.DEMOS, ids=lambda d: d.id)
-def test_embed_snippet_height_holds_the_page_at_720px(browser, hub_url, demo):
-    context, page = open_page(browser, f"{hub_url}/{demo.id}", 720, "light")
+def test_embed_snippet_height_holds_the_embedded_view_at_720px(browser, hub_url, demo):
+    """The iframe's height before the page reports its own (or where the paper page strips the snippet's script)."""
+    context, page = open_page(browser, f"{hub_url}/{demo.id}?{ui.EMBED_PARAMETER}", 720, "light")
     try:
         expect(page.get_by_text(demo.title).first).to_be_visible(timeout=30_000)
+        expect(page.locator("nav")).to_be_hidden()
+        expect(page.get_by_text("Embed this demo")).to_be_hidden()
         height = settled_height(page)
     finally:
         context.close()
-    snippet = ui.embed_snippets(demo)["hub_iframe"]
+    snippet = ui.embed_snippets(demo, f"{hub_url}/{demo.id}")["iframe"]
     iframe_height = int(re.search(r'height="(\d+)"', snippet).group(1))
     assert height <= iframe_height, f"{demo.id} is {height} px tall at 720 px; the iframe snippet gives {iframe_height}"
-    assert iframe_height - height < 600, f"{demo.id}: the snippet's {iframe_height} px leaves a large empty gap"
+    assert iframe_height - height < 300, f"{demo.id}: the snippet's {iframe_height} px leaves a large empty gap"

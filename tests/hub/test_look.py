@@ -56,3 +56,35 @@ def test_hub_and_single_demo_spaces_launch_with_the_same_look(monkeypatch):
     spaces.launch_demo_app(blocks=None)
     assert len(seen) == 2 and all(kw["css"] == ui.CSS for kw in seen)
     assert all(type(kw["theme"]) is type(ui.theme()) for kw in seen)
+
+
+@pytest.mark.parametrize("demo", apps.DEMOS, ids=lambda d: d.id)
+def test_embed_snippets_name_the_page_address_they_are_given_and_its_embedded_view(demo):
+    snippets = ui.embed_snippets(demo, f"https://lab.example/demos/{demo.id}")
+    iframe = snippets["iframe"]
+    assert f'src="https://lab.example/demos/{demo.id}?{ui.EMBED_PARAMETER}"' in iframe
+    assert f'height="{demo.embed_height}"' in iframe
+    assert "localhost" not in iframe and "hf.space" not in iframe, "no address the visitor did not reach"
+    # the iframe's height follows only its own frame's message, within bounds
+    assert "event.source !== frame.contentWindow" in iframe and str(ui.MAX_EMBED_HEIGHT) in iframe
+    assert f'id="demohub-{demo.id}"' in iframe and f'getElementById("demohub-{demo.id}")' in iframe
+    assert f'<gradio-app src="https://lab.example/demos/{demo.id}">' in snippets["web_component"]
+
+
+def test_the_web_component_names_the_space_only_when_the_hub_knows_it():
+    demo = apps.get_demo("prax")
+    assert "space=" not in ui.embed_snippets(demo, "https://lab.example/prax")["web_component"]
+    on_space = ui.embed_snippets(demo, "https://lab-prax.hf.space/", space_id="lab/prax")
+    assert '<gradio-app space="lab/prax">' in on_space["web_component"]
+    assert 'src="https://lab-prax.hf.space/?embed=1"' in on_space["iframe"]
+
+
+def test_a_page_address_cannot_break_out_of_the_snippet_markup():
+    iframe = ui.embed_snippets(apps.get_demo("prax"), 'https://x.example/"><script>alert(1)</script>')["iframe"]
+    assert "<script>alert(1)" not in iframe and "&quot;&gt;&lt;script&gt;" in iframe
+
+
+def test_the_hub_navigation_names_each_demo_by_its_paper():
+    pages = {route: name for route, name, _ in hub.build_hub().pages}
+    assert pages == {"": "Home", **{d.id: d.name for d in apps.DEMOS}}
+    assert [d.name for d in apps.DEMOS] == ["GeoDiffusion", "3D-MoLM", "PraX", "Tag2Text"]

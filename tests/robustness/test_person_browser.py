@@ -3,12 +3,18 @@ fill the inputs, press the button, wait for the output, check it; no console err
 
 from __future__ import annotations
 
+import functools
+import http.server
 import re
+import threading
 import time
 
 import pytest
 from playwright.sync_api import expect
 
+import apps
+from apps import ui
+from tests.conftest import free_port
 from tests.robustness.cases import make_files
 
 pytestmark = pytest.mark.browser
@@ -207,3 +213,95 @@ def test_prax_fast_typing_on_a_slow_hub_loses_no_example(narrow, tmp_path):
     expect(box).to_have_value("")
     narrow.unroute("**/queue/join*")
     narrow.screenshot(path=tmp_path / "prax-fast-720.png", full_page=True)
+
+
+@pytest.fixture
+def paper_site(tmp_path):
+    """A paper's project page on its own origin: ``put(html)`` serves the page, returning its URL."""
+    site = tmp_path / "paper-site"
+    site.mkdir()
+    server = http.server.ThreadingHTTPServer(
+        ("127.0.0.1", free_port()), functools.partial(QuietHandler, directory=str(site)))
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+
+    def put(body: str) -> str:
+        (site / "index.html").write_text(f"<!doctype html><html><head><meta charset='utf-8'><link rel='icon' "
+                                         f"href='data:,'></head><body style='margin:0 16px'><h1>Our paper</h1>"
+                                         f"{body}<p id='after'>After the demo.</p></body></html>")
+        return f"http://127.0.0.1:{server.server_address[1]}/index.html"
+
+    yield put
+    server.shutdown()
+
+
+class QuietHandler(http.server.SimpleHTTPRequestHandler):
+    def log_message(self, *args):
+        pass
+
+
+def test_prax_embed_copied_from_the_page_shows_the_results_in_full_at_720px(browser, robust_hub, paper_site,
+                                                                           tmp_path):
+    """A lab reaches the hub at an address of its own (here localhost), copies the iframe snippet from the page and
+    pastes it into its paper page; a reader at 720 px adds examples inside the iframe: the embedded view has no hub
+    navigation and no embed section, and the iframe grows with the results, so the guesses are inside its box."""
+    reached = robust_hub[0].replace("127.0.0.1", "localhost")
+    context, lab = visitor(browser, robust_hub, 1400, 1000)
+    try:
+        lab.goto(f"{reached}/prax")
+        lab.get_by_text("Embed this demo").click()
+        code = lab.locator(".demohub-embed-section .cm-content").first
+        expect(code).to_contain_text(f'src="{reached}/prax?embed=1"', timeout=30_000)
+        snippet = code.inner_text()
+    finally:
+        context.close()
+    assert snippet.startswith("<iframe") and snippet.rstrip().endswith("</script>")
+
+    context, reader = visitor(browser, robust_hub, 720, 900)
+    try:
+        reader.goto(paper_site(snippet))
+        iframe = reader.locator("iframe#demohub-prax")
+        frame = reader.frame_locator("iframe#demohub-prax")
+        box = frame.get_by_label("Example string")
+        expect(box).to_be_editable(timeout=60_000)
+        expect(frame.locator("nav")).to_be_hidden()
+        expect(frame.get_by_text("Embed this demo")).to_be_hidden()
+        for string in ("ab1", "cd2"):
+            box.press_sequentially(string, delay=200)
+            box.press("Enter")
+            expect(box).to_have_value("", timeout=60_000)
+        panel = frame.locator("h4", has_text="PraX listener").locator("xpath=..")
+        expect(panel.locator("tbody").nth(1).locator("tr")).to_have_count(2, timeout=120_000)
+        last = frame.get_by_text("Game: teach a hidden regex")  # the page's last part, below every result
+        expect(last).to_be_visible()
+
+        def inside() -> bool:
+            outer, bottom = iframe.bounding_box(), last.bounding_box()
+            return bottom["y"] + bottom["height"] <= outer["y"] + outer["height"]
+
+        deadline = time.monotonic() + 10
+        while not inside() and time.monotonic() < deadline:  # the frame reports a new height as it grows
+            reader.wait_for_timeout(200)
+        assert inside(), f"the page's end is cut off: iframe {iframe.bounding_box()}, end {last.bounding_box()}"
+        assert int(iframe.get_attribute("height")) > apps.get_demo("prax").embed_height, "it grew with the results"
+        assert reader.evaluate("document.documentElement.scrollWidth") <= 720
+        last.scroll_into_view_if_needed()  # what the reader sees at the end of the results
+        reader.screenshot(path=tmp_path / "prax-embed-720.png")
+
+        # Hostile messages: the paper page itself, or another window, cannot resize the frame; the frame's own
+        # message is bounded.
+        height = iframe.get_attribute("height")
+        reader.evaluate("window.postMessage({type: 'demohub:height', height: 50}, '*')")
+        reader.wait_for_timeout(300)
+        assert iframe.get_attribute("height") == height
+        reader.frames[1].evaluate("parent.postMessage({type: 'demohub:height', height: 1e9}, '*')")
+        expect(iframe).to_have_attribute("height", str(ui.MAX_EMBED_HEIGHT))
+        # ...and the frame's next real height replaces it: it follows the page down as well as up.
+        frame.get_by_role("button", name="Clear all").click()
+        expect(frame.locator("label", has=frame.locator("input[type=checkbox]"))).to_have_count(0, timeout=60_000)
+        content = "app => Math.ceil(app.getBoundingClientRect().bottom)"
+        expect(iframe).not_to_have_attribute("height", str(ui.MAX_EMBED_HEIGHT), timeout=30_000)
+        reader.wait_for_timeout(1000)
+        assert abs(int(iframe.get_attribute("height")) - frame.locator("gradio-app").evaluate(content)) <= 2
+        assert reader.console_errors == []
+    finally:
+        context.close()
