@@ -79,7 +79,7 @@ def cmd_list(args: argparse.Namespace) -> int:
 def cmd_download(args: argparse.Namespace) -> int:
     demo = get_demo(args.demo)
     ws = demo.weight_set(args.weights)
-    if weights.state(demo.id, ws).here:
+    if weights.state(demo.id, ws, ask_hub=False).here:
         folder = weights.resolve(demo.id, ws, allow_download=False)
         print(f"{demo.id}/{ws.name} is already here: {folder}")
         if weights.record_pin(demo.id, ws, folder.name):  # a cache snapshot folder is named by its commit
@@ -121,13 +121,15 @@ def cmd_doctor(args: argparse.Namespace) -> int:
     cache = weights.hf_cache_dir()
     existing = next(p for p in (cache, *cache.parents) if p.exists())
     print(f"HF cache      {cache} ({shutil.disk_usage(existing).free / 1e9:.1f} GB free)")
-    print(f"Offline       {'yes (HF_HUB_OFFLINE=1)' if weights.offline() else 'no'}")
+    problem = weights.hub_problem()
+    endpoint = weights.hub_endpoint() or weights.DEFAULT_ENDPOINT
+    print(f"Hugging Face  {'reachable' if problem is None else 'not reachable'}: {problem or endpoint}")
     print(f"Checkpoints   {os.environ.get('DEMOHUB_CHECKPOINTS') or weights.BUNDLED_ROOT}")
     print(f"Weights lock  {weights.lock_path()}")
     print("Weights here:")
     for demo in DEMOS:
         for ws in demo.weight_sets:
-            st = weights.state(demo.id, ws)
+            st = weights.state(demo.id, ws, ask_hub=False)
             if st.here:
                 print(f"  {demo.id}/{ws.name} ({st.value}, {weights.pin(demo.id, ws)})")
     return 0

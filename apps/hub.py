@@ -240,7 +240,7 @@ def start_deployments(pool: RayPool) -> None:
     else all those on disk); one named but missing is logged and deploys on first use once it is fetched."""
     keys = []
     for demo in DEMOS:
-        here = [ws.name for ws in demo.weight_sets if weights.state(demo.id, ws).here]
+        here = [ws.name for ws in demo.weight_sets if weights.state(demo.id, ws, ask_hub=False).here]
         for name in pool.config.startup_weights(demo, here):
             if name in here:
                 keys.append((demo.id, name))

@@ -103,10 +103,16 @@ class ServeSettings:
             raise UserInputError("--read-timeout must be more than 0 and at most 600 seconds.")
 
     @property
+    def local_only(self) -> bool:
+        """Only this machine reaches the hub (a loopback bind, no share link, not a Space): its visitor is the
+        operator."""
+        return is_loopback(self.host) and not self.share and not on_space()
+
+    @property
     def downloads_allowed(self) -> bool:
         """May a visitor's request start a weight download? ``auto`` says yes only on a private, local hub."""
         if self.downloads == "auto":
-            return is_loopback(self.host) and not self.share and not on_space()
+            return self.local_only
         return self.downloads == "on"
 
     @property
@@ -121,7 +127,8 @@ class ServeSettings:
         what the demo's deployments answer at once, from serve.yaml)."""
         pool = pool or default_pool()
         concurrency = self.demo_concurrency if pool.computes_here else pool.config.concurrency(demo)
-        return DemoContext(demo, pool, downloads=self.downloads_allowed, concurrency=concurrency)
+        return DemoContext(demo, pool, downloads=self.downloads_allowed, operator_here=self.local_only,
+                           concurrency=concurrency)
 
     def ray_pool(self, demos: Sequence[Demo]) -> RayPool:
         """Connect to Ray (or start it), read serve.yaml, and return the pool every page then uses."""

@@ -21,6 +21,7 @@ from apps.serving import EXAMPLES_ROUTE  # example files served by name: no page
 from shared.context import DemoContext
 from shared.errors import UserInputError, as_gradio_error
 from shared.registry import Demo
+from shared.weights import WeightState
 
 GRADIO_JS_URL = f"https://gradio.s3-us-west-2.amazonaws.com/{gr.__version__}/gradio.js"
 
@@ -239,6 +240,59 @@ def weights_notice(ctx: DemoContext, name: str | None = None, works_without: str
     """``ctx.weights_message`` as a banner ("" when the chosen weights are here)."""
     message = ctx.weights_message(name, works_without)
     return notice(message, "warning") if message else ""
+
+
+class WeightsView:
+    """Everything a page shows about its chosen weights, from their one state (``DemoContext.weight_state``): each
+    selector's labels (loaded / on disk / downloadable, size / not on this server), the banner, and, where visitors
+    may download, a Download button shown only while a chosen set is downloadable. ``follow(event)`` redraws it all
+    after an event (a download, a model call), so a failed or refused download leaves nothing saying
+    "downloadable"; a changed choice redraws the banner and the button."""
+
+    def __init__(self, ctx: DemoContext, selectors: list[gr.Dropdown], banner: gr.HTML, works_without: str = "",
+                 download: gr.Button | None = None):
+        self.ctx, self.selectors, self.banner, self.works_without = ctx, selectors, banner, works_without
+        self.download = download
+        gr.on([s.change for s in selectors], self.redraw_messages, selectors, self._message_outputs,
+              api_visibility="private")
+
+    @property
+    def _message_outputs(self) -> list[gr.components.Component]:
+        return [self.banner] + ([self.download] if self.download is not None else [])
+
+    @staticmethod
+    def banner_for(ctx: DemoContext, works_without: str, *names: str) -> str:
+        """The banner for the chosen sets: one notice per distinct set that is not here ("" when all are)."""
+        return "".join(weights_notice(ctx, name, works_without) for name in dict.fromkeys(names))
+
+    def banner_html(self, *names: str) -> str:
+        return self.banner_for(self.ctx, self.works_without, *names)
+
+    @staticmethod
+    def download_label(ctx: DemoContext, *names: str) -> str | None:
+        """The Download button's label for the first chosen set that is downloadable (with its size); None: none is,
+        and the button hides."""
+        for name in names:
+            ws = ctx.demo.weight_set(name)
+            if ctx.weight_state(ws) is WeightState.DOWNLOADABLE:
+                return f"Download {name} ({ws.size_text})"
+        return None
+
+    def download_button(self, *names: str) -> dict:
+        label = self.download_label(self.ctx, *names)
+        return gr.update(value=label, visible=True) if label else gr.update(visible=False)
+
+    def redraw_messages(self, *names: str) -> tuple:
+        return (self.banner_html(*names),) + ((self.download_button(*names),) if self.download is not None else ())
+
+    def redraw(self, *names: str) -> tuple:
+        labels = tuple(gr.update(choices=self.ctx.weight_choices()) for _ in self.selectors)
+        return labels + self.redraw_messages(*names)
+
+    def follow(self, *events: Any) -> None:
+        for event in events:
+            event.then(self.redraw, self.selectors, [*self.selectors, *self._message_outputs],
+                       api_visibility="private")
 
 
 def validator(check: Callable[..., Any]) -> Callable[..., Any]:

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from shared import weights
+from shared.errors import WeightsUnavailable
 from shared.pool import ModelPool, default_pool
 from shared.registry import Demo, WeightSet
 
@@ -35,6 +36,7 @@ class DemoContext:
     demo: Demo
     pool: ModelPool = field(default_factory=default_pool)
     downloads: bool = False  # may a request download missing weights? The operator decides (apps/settings.py).
+    operator_here: bool = False  # only this machine reaches the hub: its visitor is the operator, who may read commands
     concurrency: int = 1  # model calls of this demo that may run at once (its own queue group)
 
     def pipeline(self, weights_name: str | None = None, on_download: weights.Progress | None = None) -> Any:
@@ -48,6 +50,8 @@ class DemoContext:
         found = self.pool.lookup(key)
         if found is not None:
             return found
+        if self.weight_state(ws) is weights.WeightState.UNAVAILABLE:  # the sentence the page's banner shows
+            raise WeightsUnavailable(self.weights_message(ws.name))
         folder = weights.resolve(self.demo.id, ws, allow_download=self.downloads, progress=on_download)
         return self.pool.get(key, lambda: load_pipeline(self.demo, ws, folder),
                              size_hint=weights.folder_bytes(folder, ws))
@@ -72,11 +76,9 @@ class DemoContext:
         return weights.resolve(self.demo.id, ws, allow_download=self.downloads, progress=on_download)
 
     def weight_state(self, ws: WeightSet) -> weights.WeightState:
-        """The state a visitor sees: "downloadable" only where this context may download."""
-        st = weights.state(self.demo.id, ws)
-        if st is weights.WeightState.DOWNLOADABLE and not self.downloads:
-            return weights.WeightState.UNAVAILABLE
-        return st
+        """The state a visitor sees: "downloadable" only where this context may download (and the Hub answers);
+        a context that may not download never contacts the Hub."""
+        return weights.state(self.demo.id, ws, ask_hub=self.downloads)
 
     def weight_states(self) -> dict[str, weights.WeightState]:
         return {ws.name: self.weight_state(ws) for ws in self.demo.weight_sets}
@@ -96,31 +98,47 @@ class DemoContext:
         return None if st.here else (ws, st)
 
     def weights_message(self, name: str | None = None, works_without: str = "") -> str:
-        """The sentence a page shows when the chosen weights are not here (what still works, who can fetch them,
-        how); "" when they are. Gradio shows it as a banner (apps/ui.py), Streamlit as a warning."""
+        """The one sentence a page shows when the chosen weights are not here, from their state (what still works;
+        for the operator, why and the command that fetches them); "" when they are. Gradio shows it as a banner
+        (apps/ui.py), Streamlit as a warning, and a model call that needs them raises it."""
         missing = self.missing_weights(name)
         if missing is None:
             return ""
         ws, st = missing
-        what = f"The weights '{ws.name}' ({ws.size_text})"
+        what = f"The {self.demo.id} weights '{ws.name}' ({ws.size_text})"
         rest = f" {works_without}" if works_without else ""
         if st is weights.WeightState.DOWNLOADABLE:
             return f"{what} are not downloaded yet; they download when the demo first runs.{rest}"
-        return (f"{what} are not on this server.{rest} The operator can fetch them with "
-                f"`{weights.download_command(self.demo.id, ws)}`.")
+        retry = weights.retry_minutes(self.demo.id, ws) if self.downloads else None
+        if retry is not None:
+            log = " The server log has the error." if self.operator_here else ""
+            return (f"{what} are not on this server: their download failed, and this server tries again in {retry} "
+                    f"minute(s).{rest}{log}")
+        return f"{what} are not on this server.{rest}{self._operator_hint(ws)}"
+
+    def _operator_hint(self, ws: WeightSet) -> str:
+        """Why the weights cannot be had and how to fetch them: only for the operator (commands mean nothing to a
+        visitor of a public hub, and the reasons name the server's setup)."""
+        if not self.operator_here:
+            return ""
+        if not ws.repo_id:
+            return f" Set DEMOHUB_CHECKPOINTS to a folder holding {self.demo.id}/{ws.name}/."
+        why = weights.hub_problem()
+        why = (f" This machine cannot reach the Hugging Face Hub: {why}." if why else
+               " Downloads from the page are off on this hub." if not self.downloads else "")
+        return f"{why} Fetch them with `{weights.download_command(self.demo.id, ws)}` where the Hub is reachable."
+
+    def weight_label(self, ws: WeightSet) -> str:
+        """The weight set's state in a few words: loaded, on disk, downloadable (size) or not on this server."""
+        if (self.demo.id, ws.name) in self.pool:
+            return "loaded"
+        st = self.weight_state(ws)
+        if st.here:
+            return "on disk"
+        if st is weights.WeightState.DOWNLOADABLE:
+            return f"downloadable, {ws.size_text}"
+        return "not on this server"
 
     def weight_choices(self) -> list[tuple[str, str]]:
-        """(label, value) pairs for a weights selector: name, state, and size where a download is needed."""
-        choices = []
-        for ws in self.demo.weight_sets:
-            st = self.weight_state(ws)
-            if (self.demo.id, ws.name) in self.pool:
-                label = "loaded"
-            elif st is weights.WeightState.DOWNLOADABLE:
-                label = f"downloadable, {ws.size_text}"
-            elif st is weights.WeightState.UNAVAILABLE:
-                label = f"not on this server, {ws.size_text}"
-            else:
-                label = st.value
-            choices.append((f"{ws.name} ({label})", ws.name))
-        return choices
+        """(label, value) pairs for a weights selector: each set's name and ``weight_label``."""
+        return [(f"{ws.name} ({self.weight_label(ws)})", ws.name) for ws in self.demo.weight_sets]

@@ -199,14 +199,78 @@ def cached_folder(demo_id: str, ws: WeightSet) -> Path | None:
     return folder if _complete(folder, ws) else None
 
 
-def state(demo_id: str, ws: WeightSet) -> WeightState:
+def state(demo_id: str, ws: WeightSet, ask_hub: bool = True) -> WeightState:
+    """Where the weights are: here (bundled or cached), downloadable (a Hub repository, the Hub answers and no
+    download of them failed in the last ``RETRY_SECONDS``), or unavailable. Every page message reads this.
+    ``ask_hub=False`` (nobody here may download) never contacts the Hub: what is not here is unavailable."""
     if local_folder(demo_id, ws) is not None:
         return WeightState.BUNDLED
     if cached_folder(demo_id, ws) is not None:
         return WeightState.CACHED
-    if ws.repo_id and not offline():
+    if ask_hub and ws.repo_id and hub_problem() is None and retry_minutes(demo_id, ws) is None:
         return WeightState.DOWNLOADABLE
     return WeightState.UNAVAILABLE
+
+
+def retry_minutes(demo_id: str, ws: WeightSet) -> int | None:
+    """Minutes until this server tries the weight set's download again after a failure (None: nothing failed)."""
+    return _downloads.retry_minutes(_download_key(demo_id, ws)) if ws.repo_id else None
+
+
+DEFAULT_ENDPOINT = "https://huggingface.co"
+HUB_PROBE_SECONDS = 2.0  # how long the quick probe waits for the Hub to answer
+HUB_PROBE_TTL = 300  # seconds an answer is remembered
+
+
+class _HubProbe:
+    """Can this machine reach the Hub? One quick request per endpoint, its answer remembered for ``HUB_PROBE_TTL``."""
+
+    def __init__(self):
+        self.lock = threading.Lock()
+        self.answers: dict[str, tuple[float, str | None]] = {}  # endpoint -> (when, why not; None: it answered)
+
+    def problem(self, endpoint: str, timeout: float) -> str | None:
+        with self.lock:  # one probe at a time: a page render that finds it running waits for its answer
+            known = self.answers.get(endpoint)
+            if known is not None and time.monotonic() - known[0] < HUB_PROBE_TTL:
+                return known[1]
+            answer = _probe(endpoint, timeout)
+            self.answers[endpoint] = (time.monotonic(), answer)
+            return answer
+
+    def forget(self) -> None:
+        with self.lock:
+            self.answers.clear()
+
+
+_hub_probe = _HubProbe()
+
+
+def forget_hub_probe() -> None:
+    """Ask the Hub afresh on the next state (tests; an operator's `demohub doctor`)."""
+    _hub_probe.forget()
+
+
+def hub_problem(timeout: float = HUB_PROBE_SECONDS) -> str | None:
+    """Why the Hugging Face Hub cannot be reached from here (None: it can): ``HF_HUB_OFFLINE=1``, or a quick request
+    to the endpoint that got no answer within ``timeout`` (any HTTP answer counts), remembered for 5 minutes."""
+    if offline():
+        return "HF_HUB_OFFLINE=1 is set"
+    return _hub_probe.problem(hub_endpoint() or DEFAULT_ENDPOINT, timeout)
+
+
+def _probe(endpoint: str, timeout: float) -> str | None:
+    import urllib.error
+    import urllib.request
+
+    try:
+        urllib.request.urlopen(urllib.request.Request(endpoint, method="HEAD"), timeout=timeout).close()
+    except urllib.error.HTTPError:
+        return None  # it answered
+    except (OSError, ValueError) as error:  # URLError, timeouts, refused connections, a malformed endpoint
+        reason = getattr(error, "reason", error)
+        return f"{endpoint} did not answer within {timeout:g} s ({reason})"
+    return None
 
 
 def unavailable(demo_id: str, ws: WeightSet, reason: str) -> WeightsUnavailable:
@@ -249,16 +313,22 @@ class _Downloads:
         self.lock = threading.Lock()
         self.failures: dict[tuple, tuple[float, str]] = {}
 
-    def remembered_failure(self, key: tuple) -> str | None:
+    def retry_minutes(self, key: tuple) -> int | None:
+        """Minutes until a failed download may be tried again (None: none failed, or its time is over)."""
         failed = self.failures.get(key)
         if failed is None:
             return None
-        at, message = failed
-        left = self.RETRY_SECONDS - (time.monotonic() - at)
+        left = self.RETRY_SECONDS - (time.monotonic() - failed[0])
         if left <= 0:
             self.failures.pop(key, None)  # another thread may have dropped it too
             return None
-        return f"{message} This server will not try again for another {math.ceil(left / 60)} minute(s)."
+        return math.ceil(left / 60)
+
+    def remembered_failure(self, key: tuple) -> str | None:
+        minutes = self.retry_minutes(key)
+        if minutes is None:
+            return None
+        return f"{self.failures[key][1]} This server will not try again for another {minutes} minute(s)."
 
 
 _downloads = _Downloads()
@@ -279,7 +349,7 @@ def download(demo_id: str, ws: WeightSet, progress: Progress | None = None) -> P
         raise unavailable(demo_id, ws, "it has no Hub repository to download from")
     if offline():
         raise unavailable(demo_id, ws, "HF_HUB_OFFLINE=1 is set and they are not in the cache")
-    key = (ws.repo_id, pin(demo_id, ws).revision, ws.allow_patterns)
+    key = _download_key(demo_id, ws)
     remembered = _downloads.remembered_failure(key)
     if remembered:
         raise WeightsUnavailable(remembered)
@@ -293,6 +363,10 @@ def download(demo_id: str, ws: WeightSet, progress: Progress | None = None) -> P
         raise
     finally:
         _downloads.lock.release()
+
+
+def _download_key(demo_id: str, ws: WeightSet) -> tuple:
+    return ws.repo_id, pin(demo_id, ws).revision, ws.allow_patterns
 
 
 def _download(demo_id: str, ws: WeightSet, progress: Progress | None) -> Path:
@@ -374,7 +448,7 @@ def folder_bytes(folder: Path, ws: WeightSet) -> int:
 
 def summary(demo: Demo, downloads: bool = False) -> str:
     """One line on a demo's weights for a landing-page card (``downloads``: may visitors start one here)."""
-    states = [state(demo.id, ws) for ws in demo.weight_sets]
+    states = [state(demo.id, ws, ask_hub=downloads) for ws in demo.weight_sets]
     ready = sum(s.here for s in states)
     if ready:
         return f"weights: {ready} of {len(states)} sets ready offline"

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import http.server
 import os
 import shutil
 import socket
 import tempfile
+import threading
 from pathlib import Path
 
 import pytest
@@ -22,6 +24,38 @@ os.environ.pop("HF_HUB_CACHE", None)
 os.environ["DEMOHUB_STATE_DIR"] = os.path.join(_SCRATCH, "state")
 _WEIGHTS_LOCK = os.path.join(_SCRATCH, "state", "weights.lock")
 os.environ["DEMOHUB_WEIGHTS_LOCK"] = _WEIGHTS_LOCK  # never the checkout's
+
+
+@pytest.fixture(autouse=True)
+def _fresh_hub_probe():
+    """Each test asks the Hub (or the local server it points HF_ENDPOINT at) afresh."""
+    from shared import weights
+
+    weights.forget_hub_probe()
+
+
+@pytest.fixture
+def answering_hub(monkeypatch):
+    """HF_ENDPOINT pointed at a local server that answers every request with 404 (the Hub "reachable", holding
+    nothing); ``answering_hub.requests`` counts what reached it."""
+    class Answer(http.server.BaseHTTPRequestHandler):
+        def do_HEAD(self):
+            server.requests += 1
+            self.send_response(404)
+            self.end_headers()
+
+        do_GET = do_HEAD
+
+        def log_message(self, *args):
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", free_port()), Answer)
+    server.requests = 0
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
+    monkeypatch.setenv("HF_ENDPOINT", f"http://127.0.0.1:{server.server_address[1]}")
+    yield server
+    server.shutdown()
 
 
 def free_port() -> int:

@@ -119,8 +119,7 @@ def build(ctx: DemoContext) -> gr.Blocks:
                     gr.update(visible=cfg_.uses_time_weather), gr.update(visible=cfg_.uses_time_weather),
                     gr.update(value=cfg_.default_steps(sampler_)), gr.update(value=cfg_.cfg_scale),
                     gr.update(choices=actions.sampler_choices(cfg_), info=actions.sampler_info(cfg_)),
-                    ui.weights_notice(ctx, name, WORKS_WITHOUT_WEIGHTS), page.preview_prompt(text, name),
-                    page.budget_note(text, name))
+                    page.preview_prompt(text, name), page.budget_note(text, name))
 
         def on_sampler(sampler_, n_steps, name):
             return actions.steps_for_sampler(sampler_, n_steps, page.config(name))
@@ -145,7 +144,7 @@ def build(ctx: DemoContext) -> gr.Blocks:
             return str(actions.export_dataset(result, lambda: ui.output_folder("geodiffusion-coco")))
 
         checkpoint.change(on_checkpoint, [checkpoint, layout_json, sampler],
-                          [editor, camera, timeofday, weather, steps, cfg, sampler, weight_note, prompt, notes],
+                          [editor, camera, timeofday, weather, steps, cfg, sampler, prompt, notes],
                           **PRIVATE)
         sampler.input(on_sampler, [sampler, steps, checkpoint], steps, **PRIVATE)
         layout_json.change(on_layout, [layout_json, checkpoint],
@@ -158,10 +157,11 @@ def build(ctx: DemoContext) -> gr.Blocks:
         num_images.change(int, num_images, n_state, **PRIVATE)
         gr.on([use_es.change, es_factor.change], lambda on, lam: float(lam) if on else None, [use_es, es_factor],
               es_state, **PRIVATE)
-        run.click(generate_on_page, [layout_json, checkpoint, seed, steps, cfg, n_state, es_state, sampler],
-                  [prompt, notes, result], api_name="generate_on_page", validator=ui.validator(page.check_generate),
-                  **PRIVATE, **ui.model_events(ctx)).success(actions.gallery_items, [result, show_boxes], gallery,
-                                                             **PRIVATE)
+        generated = run.click(generate_on_page, [layout_json, checkpoint, seed, steps, cfg, n_state, es_state,
+                                                 sampler], [prompt, notes, result], api_name="generate_on_page",
+                              validator=ui.validator(page.check_generate), **PRIVATE, **ui.model_events(ctx))
+        generated.success(actions.gallery_items, [result, show_boxes], gallery, **PRIVATE)
+        ui.WeightsView(ctx, [checkpoint], weight_note, WORKS_WITHOUT_WEIGHTS).follow(generated)
         show_boxes.change(actions.gallery_items, [result, show_boxes], gallery, **PRIVATE)
         export.click(export_dataset, result, export_file, **PRIVATE)
         _api(ctx, page)

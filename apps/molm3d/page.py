@@ -72,11 +72,11 @@ def build(ctx: DemoContext) -> gr.Blocks:
         for trigger in (i["show_btn"].click, i["smiles"].submit, i["sdf"].upload):
             trigger(show, view_inputs, shown, validator=ui.validator(actions.check_show), api_visibility="private",
                     **ui.work_events(ctx))
-        i["ask_btn"].click(ask_with_views, [i["smiles"], i["sdf"], i["task"], i["question"], i["weights"], i["seed"]],
-                           [*shown, o["answer"]], validator=ui.validator(actions.check_ask),
-                           api_visibility="private", **ui.model_events(ctx))
-        i["weights"].change(lambda name: ui.weights_notice(ctx, name, actions.WORKS_WITHOUT_WEIGHTS), i["weights"],
-                            status, api_visibility="private")
+        weights = ui.WeightsView(ctx, [i["weights"]], status, actions.WORKS_WITHOUT_WEIGHTS)
+        weights.follow(i["ask_btn"].click(
+            ask_with_views, [i["smiles"], i["sdf"], i["task"], i["question"], i["weights"], i["seed"]],
+            [*shown, o["answer"]], validator=ui.validator(actions.check_ask), api_visibility="private",
+            **ui.model_events(ctx)))
         _api(ctx)
         demo.load(show, view_inputs, shown, api_visibility="private", **ui.work_events(ctx))
     return demo

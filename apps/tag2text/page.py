@@ -17,7 +17,7 @@ from shared.context import DemoContext
 def build(ctx: DemoContext) -> gr.Blocks:
     with gr.Blocks(title=ctx.demo.title) as demo:
         ui.paper_card(ctx.demo)
-        selected = _weights_section(ctx)
+        selected, view = _weights_section(ctx)
         threshold = gr.Slider(0.0, 1.0, value=actions.DEFAULT_THRESHOLD, step=0.01, label="Tag threshold",
                               info="A tag is shown when its score is above this (official default 0.68; "
                                    "person/man/woman keep 0.7).")
@@ -27,43 +27,38 @@ def build(ctx: DemoContext) -> gr.Blocks:
         with gr.Accordion("Precision and speed", open=False):
             gr.Markdown(actions.precision_note())
         with gr.Tab("One image"):
-            _one_image_tab(ctx, selected, threshold, user_tags)
+            _one_image_tab(ctx, selected, view, threshold, user_tags)
         with gr.Tab("Batch"):
-            _batch_tab(ctx, selected, threshold, user_tags)
+            _batch_tab(ctx, selected, view, threshold, user_tags)
         _api_endpoints(ctx)
         ui.embed_section(ctx.demo, demo)
     return demo
 
 
-def _weights_section(ctx: DemoContext) -> gr.State:
-    """Weights selector, its banner, and (where the operator allows downloads) a Download button."""
+def _weights_section(ctx: DemoContext) -> tuple[gr.Dropdown, ui.WeightsView]:
+    """Weights selector, its banner, and (where the operator allows downloads) a Download button; one state."""
     name = ctx.default_weights()
     with gr.Row():
         chooser = ui.weights_dropdown(ctx)
+        download_btn = None
         if ctx.downloads:
-            download_btn = gr.Button(f"Download weights ({ctx.demo.weight_set(name).size_text})",
-                                     variant="secondary", scale=0)
+            label = ui.WeightsView.download_label(ctx, name)
+            download_btn = gr.Button(label or "Download", variant="secondary", scale=0, visible=label is not None)
     status = gr.HTML(ui.weights_notice(ctx, name, actions.WORKS_WITHOUT_WEIGHTS))
-    selected = gr.State(name)
-    chooser.change(lambda chosen: (chosen, ui.weights_notice(ctx, chosen, actions.WORKS_WITHOUT_WEIGHTS)), chooser,
-                   [selected, status], api_visibility="private")
-    if ctx.downloads:
-        @ui.user_errors
+    view = ui.WeightsView(ctx, [chooser], status, actions.WORKS_WITHOUT_WEIGHTS, download_btn)
+    if download_btn is not None:
         def download(chosen, progress=gr.Progress()):
-            chosen = chosen or ctx.default_weights()
-            ctx.download(chosen, ui.download_progress(progress))
-            return (ui.weights_notice(ctx, chosen, actions.WORKS_WITHOUT_WEIGHTS),
-                    gr.update(choices=ctx.weight_choices(), value=chosen))
+            ctx.download(chosen or ctx.default_weights(), ui.download_progress(progress))
 
-        download_btn.click(download, selected, [status, chooser], api_visibility="private")
-    return selected
+        view.follow(download_btn.click(download, chooser, None, api_visibility="private"))
+    return chooser, view
 
 
 def _beam_progress(progress: gr.Progress):
     return lambda step, total: progress((step, total), desc="Beam search")
 
 
-def _one_image_tab(ctx: DemoContext, selected, threshold, user_tags) -> None:
+def _one_image_tab(ctx: DemoContext, selected, view: ui.WeightsView, threshold, user_tags) -> None:
     with gr.Row():
         with gr.Column():
             image = gr.Image(type="filepath", label="Image", sources=["upload", "clipboard"])
@@ -84,12 +79,12 @@ def _one_image_tab(ctx: DemoContext, selected, threshold, user_tags) -> None:
 
     # preprocess=False: Gradio's own image preprocessing would open the file with PIL first and turn a truncated
     # file or a decompression bomb into an unreadable error; our reader gives a clear one (the handler gets FileData).
-    run.click(tag_image_for_page, [image, threshold, user_tags, selected], [chips, caption, echoed, scores],
-              preprocess=False, validator=ui.validator(actions.check_image_tab), api_visibility="private",
-              **ui.model_events(ctx))
+    view.follow(run.click(tag_image_for_page, [image, threshold, user_tags, selected], [chips, caption, echoed, scores],
+                          preprocess=False, validator=ui.validator(actions.check_image_tab), api_visibility="private",
+                          **ui.model_events(ctx)))
 
 
-def _batch_tab(ctx: DemoContext, selected, threshold, user_tags) -> None:
+def _batch_tab(ctx: DemoContext, selected, view: ui.WeightsView, threshold, user_tags) -> None:
     files = gr.File(label="Images or a zip of images", file_count="multiple",
                     file_types=[*actions.UPLOAD_TYPES, ".zip"])
     run = gr.Button("Tag and caption all", variant="primary")
@@ -104,8 +99,9 @@ def _batch_tab(ctx: DemoContext, selected, threshold, user_tags) -> None:
         exports = actions.write_exports(output, ui.output_folder("tag2text"))
         return actions.batch_table(output), [str(p) for p in exports], actions.batch_note(output)
 
-    run.click(tag_batch_for_page, [files, threshold, user_tags, selected], [table, downloads, note],
-              validator=ui.validator(actions.check_batch_tab), api_visibility="private", **ui.model_events(ctx))
+    view.follow(run.click(tag_batch_for_page, [files, threshold, user_tags, selected], [table, downloads, note],
+                          validator=ui.validator(actions.check_batch_tab), api_visibility="private",
+                          **ui.model_events(ctx)))
 
 
 def _api_endpoints(ctx: DemoContext) -> None:

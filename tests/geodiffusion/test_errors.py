@@ -79,8 +79,14 @@ def test_page_rejects_bad_input_before_loading_weights(offline_page, args, match
         offline_page.generate(*args)
 
 
-def test_missing_weights_say_how_to_get_them(offline_page):
+def test_missing_weights_say_so_and_tell_the_operator_how_to_get_them(offline_page):
+    import dataclasses
+
     from shared.errors import WeightsUnavailable
 
-    with pytest.raises(WeightsUnavailable, match="demohub download geodiffusion --weights coco-stuff-256x256"):
+    with pytest.raises(WeightsUnavailable) as refused:
         offline_page.generate('{"bbox": []}', "coco-stuff-256x256", 0, 2, 4.0)
+    assert str(refused.value) == "The geodiffusion weights 'coco-stuff-256x256' (4.30 GB) are not on this server."
+    operator = GeoDiffusionPage(dataclasses.replace(offline_page.ctx, operator_here=True))  # a local-only hub
+    with pytest.raises(WeightsUnavailable, match="demohub download geodiffusion --weights coco-stuff-256x256"):
+        operator.generate('{"bbox": []}', "coco-stuff-256x256", 0, 2, 4.0)

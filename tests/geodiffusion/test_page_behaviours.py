@@ -59,7 +59,9 @@ def test_checkpoint_switch_updates_classes_controls_steps_and_cfg(time_weather_o
     blocks = build(DemoContext(DEMO, ModelPool(budget_bytes=10**9)))
     event = handler(blocks, "on_checkpoint")
     assert [c.label for c in event.inputs] == ["Checkpoint", LAYOUT_LABEL, "Sampler"]
-    editor, camera, timeofday, weather, steps, cfg, sampler, _, prompt, _ = event.outputs
+    editor, camera, timeofday, weather, steps, cfg, sampler, prompt, _ = event.outputs
+    weights_view = handler(blocks, "redraw_messages")  # the banner follows the checkpoint's state (ui.WeightsView)
+    assert [c.label for c in weights_view.inputs] == ["Checkpoint"]
     assert sampler.elem_id == "geo-sampler" and sampler.value == "default"
     assert sampler.choices == [("Official (PNDM, 30 steps)", "default"), ("Fast sampling (DPM-Solver++, 20 steps)",
                                                                           "fast")]
@@ -72,19 +74,19 @@ def test_checkpoint_switch_updates_classes_controls_steps_and_cfg(time_weather_o
 
     text = json.dumps({"camera": "back", "timeofday": "night", "weather": "rain",
                        "bbox": [["car", 0.1, 0.2, 0.5, 0.6], ["bus", 0.6, 0.3, 0.9, 0.8]]})
-    # checkpoint: classes, camera shown, time/weather shown, steps, cfg, prompt start, the notice's download command
+    # checkpoint: classes, camera shown, time/weather shown, steps, cfg, prompt start, the notice (None: no notice)
     expected = [
         ("nuimages-256x256", NUIMAGES, True, False, 100, 5.0, "A driving scene image of back camera with car <l",
-         "--weights nuimages-256x256`"),
+         "The geodiffusion weights &#x27;nuimages-256x256&#x27;"),  # HTML-escaped in the banner
         ("coco-stuff-512x512", list(COCO_STUFF_CLASSES), False, False, 50, 4.5, "An image with car <l",
-         "--weights coco-stuff-512x512`"),
+         "The geodiffusion weights &#x27;coco-stuff-512x512&#x27;"),  # HTML-escaped in the banner
         # On disk: its generation_config.json (4x4 grid, 30 steps, cfg 6.5), and no notice.
         (TIME_WEATHER, NUIMAGES, True, True, 30, 6.5,
          "A night rain driving scene image of back camera with car <l4> <l10> bus <l6> <l11>", None),
         ("coco-stuff-256x256", list(COCO_STUFF_CLASSES), False, False, 50, 4.0, "An image with car <l",
-         "--weights coco-stuff-256x256`"),
+         "The geodiffusion weights &#x27;coco-stuff-256x256&#x27;"),  # HTML-escaped in the banner
         ("nuimages-512x512", NUIMAGES, True, False, 100, 5.0, "A driving scene image of back camera with car <l",
-         "--weights nuimages-512x512`"),
+         "The geodiffusion weights &#x27;nuimages-512x512&#x27;"),  # HTML-escaped in the banner
     ]
     assert len(COCO_STUFF_CLASSES) == 172 and "sky-other" in COCO_STUFF_CLASSES
     for name, classes, shows_camera, shows_time_weather, n_steps, scale, prompt_start, notice in expected:
@@ -102,12 +104,14 @@ def test_checkpoint_switch_updates_classes_controls_steps_and_cfg(time_weather_o
         assert update_value(out[6], "choices")[0] == (f"Official ({official}, {n_steps} steps)", "default"), name
         assert f"than the official {n_steps} {official} steps" in update_value(out[6], "info"), name
         assert update_value(event.fn(name, text, "fast")[4], "value") == 20, name  # fast sampling's steps
-        assert out[8].startswith(prompt_start), (name, out[8])
+        assert out[7].startswith(prompt_start), (name, out[7])
+        banner, = weights_view.fn(name)
         if notice is None:
-            assert out[7] == "" and out[9].startswith("The prompt uses "), name
+            assert banner == "" and out[8].startswith("The prompt uses "), name
         else:
-            assert notice in out[7] and "are not on this server" in out[7], name
-            assert out[9] == "", name  # no tokenizer on disk: no token count
+            assert notice in banner and "are not on this server" in banner, name
+            assert "demohub download" not in banner, "a visitor of a public hub reads no command"
+            assert out[8] == "", name  # no tokenizer on disk: no token count
 
 
 def test_the_sampler_choice_moves_default_steps_only(time_weather_on_disk):

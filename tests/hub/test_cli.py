@@ -8,6 +8,7 @@ import sys
 import pytest
 
 from apps import DEMOS, cli
+from tests.conftest import free_port
 
 
 def run_cli(*args, tmp_path, **env):
@@ -29,9 +30,19 @@ def test_list_offline_shows_every_weight_set(tmp_path):
 def test_doctor_offline(tmp_path):
     result = run_cli("doctor", tmp_path=tmp_path)
     assert result.returncode == 0, result.stderr
-    assert "Offline       yes" in result.stdout
+    assert "Hugging Face  not reachable: HF_HUB_OFFLINE=1 is set" in result.stdout
     assert "torch" in result.stdout and "CUDA" in result.stdout
     assert str(tmp_path / "hub") in result.stdout and "GB free" in result.stdout
+
+
+def test_doctor_tries_the_hub(tmp_path, answering_hub):
+    """`doctor` asks the Hub (briefly) instead of only reading HF_HUB_OFFLINE."""
+    endpoint = os.environ["HF_ENDPOINT"]
+    result = run_cli("doctor", tmp_path=tmp_path, HF_HUB_OFFLINE="0", HF_ENDPOINT=endpoint)
+    assert f"Hugging Face  reachable: {endpoint}" in result.stdout and answering_hub.requests == 1
+    closed = f"http://127.0.0.1:{free_port()}"
+    result = run_cli("doctor", tmp_path=tmp_path, HF_HUB_OFFLINE="0", HF_ENDPOINT=closed)
+    assert f"Hugging Face  not reachable: {closed} did not answer within 2 s" in result.stdout
 
 
 def test_download_offline_fails_with_the_command(tmp_path):

@@ -211,17 +211,16 @@ def test_bad_input_gets_the_pages_sentence_before_queueing(mcp_hub, monkeypatch,
     assert not mcp_call(mcp_hub, tool, honest).isError and len(ran) == 1, "the probe sees an honest call run"
 
 
-def test_missing_weights_answer_with_the_operator_sentence(mcp_hub):
-    """Downloads are off on this hub: an agent asking for the official PraX listener reads what a visitor reads."""
+def test_missing_weights_answer_with_the_pages_sentence(mcp_hub):
+    """Downloads are off on this hub, which only this machine reaches: an agent asking for the official PraX
+    listener reads the sentence the page's banner shows (for the operator: why, and the command)."""
     from apps.prax import DEMO
-    from shared import weights
-    from shared.errors import WeightsUnavailable
 
-    with pytest.raises(WeightsUnavailable) as expected:
-        weights.resolve(DEMO.id, DEMO.weight_set("pragmatic-ft-listener"), allow_download=False)
+    expected = mcp_hub.settings.context(DEMO).weights_message("pragmatic-ft-listener")
     text = error_text(mcp_call(mcp_hub, "synthesize", {"examples": SPEC, "weights": "pragmatic-ft-listener"}))
-    assert re.fullmatch(re.escape(str(expected.value)) + r" \(error id [0-9a-f]{8}\)", text), text  # as the page
-    assert "visitors cannot start downloads here" in text and "demohub download prax" in text
+    assert re.fullmatch(re.escape(expected) + r" \(error id [0-9a-f]{8}\)", text), text  # as the page
+    assert "are not on this server" in text and "demohub download prax --weights pragmatic-ft-listener" in text
+    assert "HF_HUB_OFFLINE=1 is set" in text, "the operator reads why"
 
 
 # ---------------------------------------------------------------- the login, SSE, the per-caller job limit

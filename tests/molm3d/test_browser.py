@@ -70,7 +70,7 @@ def test_viewer_in_chromium(browser, page_url):
     pg.keyboard.press("Enter")
     pg.wait_for_function("document.querySelectorAll('.molm3d-viewer svg circle').length == 14", timeout=20_000)
     pg.get_by_role("button", name="Ask 3D-MoLM").click()
-    toast = pg.get_by_text("visitors cannot start downloads here", exact=False).first  # the toast, not the notice
+    toast = pg.locator("[data-testid='toast-body']", has_text="are not on this server").first  # not the banner
     toast.wait_for(timeout=20_000)
     pg.close()
     assert errors == []

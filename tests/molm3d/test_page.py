@@ -3,6 +3,7 @@ offline."""
 
 from __future__ import annotations
 
+import dataclasses
 import re
 import subprocess
 import sys
@@ -40,7 +41,7 @@ def test_builds_and_renders_without_weights(offline_ctx):
         blocks.render()
     config = hub.get_config_file()
     text = str(config)
-    assert "are not on this server" in text and "demohub download molm3d" in text
+    assert "are not on this server" in text and "demohub download" not in text, "a visitor reads no command"
     assert "RDKit table work without them" in text
     names = [d.get("api_name") for d in config["dependencies"]]
     assert names.count("ask") == 1 and "ask_1" not in names
@@ -64,13 +65,15 @@ def test_viewer_script_is_self_contained():
     assert "watch('value'" in VIEWER_JS and "pointermove" in VIEWER_JS
 
 
-def test_asking_without_weights_says_how_to_download(offline_ctx):
-    with pytest.raises(WeightsUnavailable, match="demohub download molm3d"):
-        actions.ask(offline_ctx, "CCO", None, "logp")
-    with pytest.raises(gr.Error, match="demohub download molm3d"):
-        from apps.ui import user_errors
+def test_asking_without_weights_tells_the_visitor_and_the_operator_how_to_download(offline_ctx):
+    from apps.ui import user_errors
 
-        user_errors(actions.ask_api)(offline_ctx, "CCO", "logp")
+    with pytest.raises(WeightsUnavailable) as refused:
+        actions.ask(offline_ctx, "CCO", None, "logp")
+    assert str(refused.value) == "The molm3d weights 'generalist' (14 GB) are not on this server."
+    operator = dataclasses.replace(offline_ctx, operator_here=True)  # a hub only this machine reaches
+    with pytest.raises(gr.Error, match="demohub download molm3d"):
+        user_errors(actions.ask_api)(operator, "CCO", "logp")
 
 
 def test_sdf_upload_and_bad_files(offline_ctx, tmp_path):

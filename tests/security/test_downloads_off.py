@@ -16,9 +16,9 @@ from tests.security.conftest import assert_clean, honest_request_works, mcp_call
 EXAMPLES = [{"string": "ab1", "label": "+"}, {"string": "x", "label": "-"}]
 
 
-def operator_sentence(demo: str, weights: str, size: str) -> str:
-    return (f"The {demo} weights '{weights}' ({size}) are not on this server, and visitors cannot start downloads "
-            f"here. The operator can fetch them with `demohub download {demo} --weights {weights}`.")
+def visitor_sentence(demo: str, weights: str, size: str) -> str:
+    """What a visitor of a public hub reads: one short sentence, no operator command, no server detail."""
+    return f"The {demo} weights '{weights}' ({size}) are not on this server."
 
 
 def without_id(message: str) -> str:
@@ -41,11 +41,11 @@ def nothing_downloaded(public_hub, hub_server):
                   "default"], "geodiffusion", "nuimages-512x512", "4.91 GB"),
     ("ask", ["CCO", "molecular weight"], "molm3d", "generalist", "14 GB"),
 ], ids=["prax-pragmatic", "prax-human", "geodiffusion-512", "molm3d"])
-def test_named_endpoint_for_missing_weights_gets_the_operator_sentence(public_hub, api_name, data, demo, weights,
+def test_named_endpoint_for_missing_weights_gets_the_visitor_sentence(public_hub, api_name, data, demo, weights,
                                                                        size):
     answer = raw.call(public_hub.url, api_name, data)
     assert not answer.ok
-    assert without_id(answer.message) == operator_sentence(demo, weights, size)
+    assert without_id(answer.message) == visitor_sentence(demo, weights, size)
     assert_clean(answer.message, public_hub.root)
     honest_request_works(public_hub.url)
 
@@ -57,10 +57,10 @@ def test_named_endpoint_for_missing_weights_gets_the_operator_sentence(public_hu
                   "steps": 2}, "geodiffusion", "nuimages-512x512", "4.91 GB"),
     ("ask", {"smiles": "CCO", "question": "logp"}, "molm3d", "generalist", "14 GB"),
 ], ids=["prax", "geodiffusion", "molm3d"])
-def test_mcp_tool_for_missing_weights_gets_the_operator_sentence(public_hub, tool, arguments, demo, weights, size):
+def test_mcp_tool_for_missing_weights_gets_the_visitor_sentence(public_hub, tool, arguments, demo, weights, size):
     """An agent (MCP is on by default) reaches no download either, and reads the visitor's sentence."""
     result = mcp_call(public_hub.url, tool, arguments)
-    assert result.isError and without_id(result.content[0].text) == operator_sentence(demo, weights, size)
+    assert result.isError and without_id(result.content[0].text) == visitor_sentence(demo, weights, size)
     assert_clean(result.content[0].text, public_hub.root)
     honest_request_works(public_hub.url)
 

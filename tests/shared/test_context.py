@@ -10,6 +10,7 @@ import pytest
 import torch
 
 from shared.context import DemoContext
+from shared.errors import WeightsUnavailable
 from shared.pool import ModelPool
 from shared.registry import Demo, Paper, WeightSet
 
@@ -72,14 +73,14 @@ def test_default_is_first_available_and_loads_once(monkeypatch, tmp_path):
     assert ("scaler", "local") in ctx.pool
     labels = dict((v, k) for k, v in ctx.weight_choices())
     assert labels["local"] == "local (loaded)"
-    assert labels["official"] == "official (not on this server, 1 GB)"
+    assert labels["official"] == "official (not on this server)"
 
 
 def test_missing_official_weights_raise_the_download_message_and_unload_nothing(monkeypatch, tmp_path):
     """The request fails before the pool makes room: the model already loaded stays."""
     demo = make_demo(monkeypatch, tmp_path)
     pool = ModelPool(budget_bytes=10**6)
-    ctx = DemoContext(demo, pool)
+    ctx = DemoContext(demo, pool, operator_here=True)
     ctx.pipeline("local")
     with pytest.raises(FileNotFoundError, match="demohub download scaler --weights official"):
         ctx.pipeline("official")
@@ -129,19 +130,47 @@ def test_preferred_default_and_missing_weights(monkeypatch, tmp_path):
     assert WeightState.BUNDLED.here and WeightState.CACHED.here and not WeightState.DOWNLOADABLE.here
 
 
-def test_visitors_see_no_download_unless_the_context_allows_it(monkeypatch, tmp_path):
+def test_visitors_see_no_download_unless_the_context_allows_it(monkeypatch, tmp_path, answering_hub):
     from shared.weights import WeightState
 
     demo = make_demo(monkeypatch, tmp_path)
-    monkeypatch.delenv("HF_HUB_OFFLINE")  # the machine could download...
+    monkeypatch.delenv("HF_HUB_OFFLINE")  # the machine could download (the Hub answers)...
     visitor = DemoContext(demo, ModelPool(budget_bytes=10**6))  # ...but visitors may not by default
     assert visitor.weight_state(demo.weight_set("official")) is WeightState.UNAVAILABLE
-    assert dict((v, k) for k, v in visitor.weight_choices())["official"] == "official (not on this server, 1 GB)"
+    assert dict((v, k) for k, v in visitor.weight_choices())["official"] == "official (not on this server)"
     operator = DemoContext(demo, ModelPool(budget_bytes=10**6), downloads=True)
     assert operator.weight_state(demo.weight_set("official")) is WeightState.DOWNLOADABLE
     assert dict((v, k) for k, v in operator.weight_choices())["official"] == "official (downloadable, 1 GB)"
     with pytest.raises(FileNotFoundError, match="visitors cannot start downloads here"):
         visitor.download("official")
+
+
+def test_one_state_gives_the_banner_the_label_and_the_refusal(monkeypatch, tmp_path, answering_hub):
+    """The dropdown's label, the banner and the sentence a model call raises all come from the weights' state; a
+    visitor of a public hub reads no command, the operator on a local-only hub reads why and what to run."""
+    demo = make_demo(monkeypatch, tmp_path)
+    visitor = DemoContext(demo, ModelPool(budget_bytes=10**6))
+    sentence = "The scaler weights 'official' (1 GB) are not on this server."
+    assert visitor.weights_message("official") == sentence
+    assert visitor.weights_message("official", "The local set works.") == sentence + " The local set works."
+    with pytest.raises(WeightsUnavailable) as refused:
+        visitor.pipeline("official")
+    assert str(refused.value) == sentence, "a visitor reads one short sentence, no operator command"
+    assert answering_hub.requests == 0, "HF_HUB_OFFLINE: nothing asked the Hub"
+
+    operator = DemoContext(demo, ModelPool(budget_bytes=10**6), operator_here=True)
+    assert operator.weights_message("official") == (
+        sentence + " This machine cannot reach the Hugging Face Hub: HF_HUB_OFFLINE=1 is set. Fetch them with "
+        "`demohub download scaler --weights official` where the Hub is reachable.")
+    monkeypatch.delenv("HF_HUB_OFFLINE")  # the Hub answers, but this hub's pages may not download
+    assert operator.weights_message("official") == (
+        sentence + " Downloads from the page are off on this hub. Fetch them with "
+        "`demohub download scaler --weights official` where the Hub is reachable.")
+    downloading = DemoContext(demo, ModelPool(budget_bytes=10**6), downloads=True, operator_here=True)
+    assert downloading.weights_message("official") == (
+        "The scaler weights 'official' (1 GB) are not downloaded yet; they download when the demo first runs.")
+    assert downloading.weights_message("local") == "" and downloading.weight_label(demo.weight_set("local")) \
+        == "on disk"
 
 
 def test_size_hint_is_the_weight_files_on_disk(monkeypatch, tmp_path):

@@ -69,8 +69,7 @@ def test_offline_miss_names_repo_size_and_command(offline_cache):
     assert str(offline_cache) not in message, "no server path in a message visitors may read"
 
 
-def test_no_download_when_not_allowed(offline_cache, monkeypatch):
-    monkeypatch.delenv("HF_HUB_OFFLINE")
+def test_no_download_when_not_allowed(offline_cache, answering_hub):
     with pytest.raises(WeightsUnavailable) as info:
         weights.resolve("demo", WS)  # the default: visitors never download
     assert str(info.value) == (
@@ -93,3 +92,50 @@ def test_bundled_only_set_without_folder_says_how_to_fix(offline_cache):
     ws = WeightSet("ours", "bundled")
     with pytest.raises(WeightsUnavailable, match="DEMOHUB_CHECKPOINTS"):
         weights.resolve("nodemo", ws)
+
+
+def test_weights_are_downloadable_only_while_the_hub_answers(offline_cache, answering_hub, monkeypatch):
+    assert weights.state("demo", WS) is weights.WeightState.DOWNLOADABLE
+    assert weights.state("demo", WS) is weights.WeightState.DOWNLOADABLE
+    assert answering_hub.requests == 1, "the answer is remembered: one probe, not one per page render"
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    assert weights.state("demo", WS) is weights.WeightState.UNAVAILABLE
+    assert weights.hub_problem() == "HF_HUB_OFFLINE=1 is set" and answering_hub.requests == 1
+
+
+def test_an_unreachable_hub_makes_weights_unavailable_within_the_probe_time(offline_cache, monkeypatch):
+    import socket
+    import time
+
+    from tests.conftest import free_port
+
+    monkeypatch.delenv("HF_HUB_OFFLINE")
+    silent = socket.socket()  # accepts connections and never answers: a firewalled Hub
+    silent.bind(("127.0.0.1", free_port()))
+    silent.listen(8)
+    endpoint = f"http://127.0.0.1:{silent.getsockname()[1]}"
+    monkeypatch.setenv("HF_ENDPOINT", endpoint)
+    try:
+        start = time.monotonic()
+        assert weights.state("demo", WS) is weights.WeightState.UNAVAILABLE
+        assert time.monotonic() - start < weights.HUB_PROBE_SECONDS + 1.5
+        assert weights.hub_problem().startswith(f"{endpoint} did not answer within 2 s")
+        start = time.monotonic()
+        assert weights.state("demo", WS) is weights.WeightState.UNAVAILABLE
+        assert time.monotonic() - start < 0.5, "the failed probe is remembered too"
+    finally:
+        silent.close()
+    monkeypatch.setenv("HF_ENDPOINT", f"http://127.0.0.1:{free_port()}")  # nothing listening: refused at once
+    assert weights.state("demo", WS) is weights.WeightState.UNAVAILABLE
+
+
+def test_a_failed_download_makes_its_weights_unavailable_until_the_retry_time(offline_cache, answering_hub,
+                                                                                 monkeypatch):
+    """The Hub answers, but holds nothing: the download fails, and the state says so instead of "downloadable"."""
+    monkeypatch.setattr(weights._downloads, "failures", {})
+    assert weights.state("demo", WS) is weights.WeightState.DOWNLOADABLE
+    with pytest.raises(WeightsUnavailable, match="could not be reached or refused"):
+        weights.download("demo", WS)
+    assert weights.state("demo", WS) is weights.WeightState.UNAVAILABLE
+    other = WeightSet("other", "another set", repo_id="owner/other", revision=SHA, size_bytes=1)
+    assert weights.state("demo", other) is weights.WeightState.DOWNLOADABLE, "only the failed set"

@@ -71,7 +71,7 @@ def test_tag2text_page_tags_an_example(tiny_checkpoints, pool):
     at = AppTest.from_file(HUB, default_timeout=120).run()
     at.switch_page("tag2text/streamlit_page.py").run()
     assert not at.exception
-    assert at.selectbox[0].options == ["tag2text-swin-14m (bundled)"]
+    assert at.selectbox[0].options == ["tag2text-swin-14m (on disk)"]
     assert at.selectbox[1].options == ["beach.png", "car.png", "fruit.png", "house.png"]
     at.slider[0].set_value(0.0).run()
     at.text_input[0].input("dog, beach").run()
@@ -152,12 +152,13 @@ def test_prax_page_guesses_with_bundled_listeners(offline):
     assert at.error and "abc" in at.error[0].value
     assert not at.warning  # both bundled listeners are here
     from apps.prax.actions import WORKS_WITHOUT
-    from shared.context import DemoContext
+    from apps.settings import from_env
 
     pragmatic = next(s for s in at.selectbox if s.label == "Pragmatic listener (PraX)")
     pragmatic.set_value("pragmatic-ft-listener").run()  # not on this offline machine: the weights warning
-    expected = DemoContext(apps.get_demo("prax")).weights_message("pragmatic-ft-listener", WORKS_WITHOUT)
+    expected = from_env().context(apps.get_demo("prax")).weights_message("pragmatic-ft-listener", WORKS_WITHOUT)
     assert "pragmatic-ft-listener" in expected and [w.value for w in at.warning] == [expected]
+    assert "demohub download prax" in expected, "a local-only hub: its visitor is the operator and reads the command"
 
 
 def test_geodiffusion_page_generates_with_the_tiny_checkpoint(offline, tmp_path, monkeypatch):

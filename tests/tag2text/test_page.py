@@ -35,15 +35,20 @@ def run_batch(ctx, files, threshold, user_tags, folder):
     return actions.batch_table(output), [str(p) for p in exports], actions.batch_note(output)
 
 
-def test_page_builds_without_weights_and_says_so(no_weights):
+def test_page_builds_without_weights_and_says_so(no_weights, answering_hub, monkeypatch):
     demo = build(no_weights)
     assert isinstance(demo, gr.Blocks)
     config = json.dumps(demo.get_config_file(), default=str)
     assert "are not on this server" in config and "4.48 GB" in config
-    assert "demohub download tag2text --weights tag2text-swin-14m" in config
-    assert "Download weights" not in config, "visitors get no download button unless the operator allows downloads"
-    operator_ctx = DemoContext(DEMO, pool=no_weights.pool, downloads=True)
-    assert "Download weights (4.48 GB)" in json.dumps(build(operator_ctx).get_config_file(), default=str)
+    assert "demohub download" not in config, "a visitor of a public hub reads no operator command"
+    assert "Download tag2text" not in config, "visitors get no download button unless the operator allows downloads"
+    operator = DemoContext(DEMO, pool=no_weights.pool, operator_here=True)
+    assert "demohub download tag2text --weights tag2text-swin-14m" in json.dumps(build(operator).get_config_file(),
+                                                                                  default=str)
+    monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)  # the Hub answers (a local server)...
+    downloading = json.dumps(build(DemoContext(DEMO, pool=no_weights.pool, downloads=True)).get_config_file(),
+                             default=str)  # ...and the operator lets visitors download
+    assert "Download tag2text-swin-14m (4.48 GB)" in downloading and "(downloadable, 4.48 GB)" in downloading
     endpoints = demo.get_api_info()["named_endpoints"]
     assert [p["parameter_name"] for p in endpoints["/tag_image"]["parameters"]] == ["image", "threshold", "user_tags"]
     assert set(endpoints) == {"/tag_image", "/tag_batch"}
@@ -56,7 +61,7 @@ def test_page_builds_without_weights_and_says_so(no_weights):
 
 
 def test_running_without_weights_is_a_clear_error(no_weights):
-    with pytest.raises(WeightsUnavailable, match="demohub download tag2text"):
+    with pytest.raises(WeightsUnavailable, match="^The tag2text weights 'tag2text-swin-14m' .* not on this server"):
         actions.tag_image(no_weights, example_images()[0], 0.68, "")
 
 
@@ -145,3 +150,23 @@ def test_tag_batch_gives_each_image_its_own_caption_and_files_hold_exactly_the_r
     assert list(data) == ["results", "threshold", "skipped"] and len(data["results"]) == len(table)
     assert [[im["name"], ", ".join(t["name"] for t in im["tags"]), im["caption"]] for im in data["results"]] == table
     assert data["threshold"] == 0.5 and all(im["user_tags"] == [] for im in data["results"])
+
+
+def test_a_failed_download_redraws_the_dropdown_banner_and_button(no_weights, answering_hub, monkeypatch):
+    """The Hub answers but the download fails (it holds nothing): after the Download event, the page's redraw says
+    "not on this server" in the dropdown and the banner, and the button is gone (no "downloadable" left)."""
+    from shared import weights
+
+    monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
+    monkeypatch.setattr(weights._downloads, "failures", {})
+    ctx = DemoContext(DEMO, pool=no_weights.pool, downloads=True)
+    blocks = build(ctx)
+    events = {f.name: f for f in blocks.fns.values()}
+    name = DEMO.weight_sets[0].name
+    assert ("tag2text-swin-14m (downloadable, 4.48 GB)", name) in ctx.weight_choices()
+    with pytest.raises(WeightsUnavailable, match="could not be reached or refused"):
+        events["download"].fn(name)
+    labels, banner, button = events["redraw"].fn(name)
+    assert labels["choices"] == [("tag2text-swin-14m (not on this server)", name)]
+    assert "are not on this server" in banner and "not downloaded yet" not in banner
+    assert button == {"__type__": "update", "visible": False}
