@@ -16,7 +16,8 @@ from apps.prax import DEMO, checks
 from apps.prax.game import Game
 from shared import device
 from shared.context import DemoContext
-from shared.errors import UserInputError
+from shared.errors import UserInputError, WeightsUnavailable
+from shared.pace import Pace, duration_text
 
 if TYPE_CHECKING:
     from apps.prax.pipeline import PraxOutput, PraxSuggestion
@@ -88,7 +89,7 @@ def check_update(examples, literal_weights, pragmatic_weights, num_samples, game
 
 
 def add_example(examples: Sequence[dict], string: str, label: str, game: dict | None) -> list[dict]:
-    """The examples with one more, checked (against the game's hidden regex too, when a game runs)."""
+    """The examples with one more, checked (against the game's regex too, when a game runs)."""
     running = Game.from_dict(game)
     if running is not None:
         running.check_label(string, label)
@@ -136,9 +137,23 @@ def parse_lines(text: str) -> list[dict]:
 
 def synthesize(ctx: DemoContext, examples, weights: str | None, k: int = SHOWN, num_samples: int = PAGE_SAMPLES,
                on_download: Progress | None = None, callback: Callback | None = None) -> PraxOutput:
-    """One listener's ranked guesses."""
-    with ctx.compute(weights, on_download) as pipe:
+    """One listener's ranked guesses (its sampling time, loading excluded, feeds ``PACE``)."""
+    with ctx.compute(weights, on_download) as pipe, PACE.timing(weights or "", num_samples):
         return pipe(examples, k=k, num_samples=num_samples, seed=SEED, callback=callback)
+
+
+PACE = Pace()  # seconds per sampled program, per listener, on this server
+LONG_RUN_SECONDS = 10  # a re-guess that should take longer says so before it starts
+
+
+def run_estimate(num_samples: int, literal_weights: str, pragmatic_weights: str) -> str:
+    """What the page says under the samples slider: how long the next re-guess (both listeners) should take, once
+    it is long enough to matter and the chosen listeners have run here once; "" otherwise."""
+    parts = [PACE.estimate(name, int(num_samples)) for name in (literal_weights, pragmatic_weights)]
+    if any(part is None for part in parts) or sum(parts) < LONG_RUN_SECONDS:
+        return ""
+    return (f"With {int(num_samples)} samples each re-guess takes {duration_text(sum(parts))} here (both listeners, "
+            "measured on this server's last runs).")
 
 
 def suggest(ctx: DemoContext, examples, weights: str | None = None, on_download: Progress | None = None,
@@ -155,16 +170,24 @@ def update(ctx: DemoContext, examples: Sequence[dict], literal_weights: str, pra
     if not examples:
         return (render_guesses("Literal listener", None, NO_EXAMPLES),
                 render_guesses("PraX listener", None, NO_EXAMPLES), game, game_text(game))
-    outputs = [synthesize(ctx, examples, name, num_samples=int(num_samples), on_download=on_download,
-                          callback=_share(callback, i, 2))
-               for i, name in enumerate((literal_weights, pragmatic_weights))]
+    panels, outputs = [], []
+    for i, (title, name) in enumerate((("Literal listener", literal_weights), ("PraX listener", pragmatic_weights))):
+        try:
+            output = synthesize(ctx, examples, name, num_samples=int(num_samples), on_download=on_download,
+                                callback=_share(callback, i, 2))
+        except WeightsUnavailable as missing:  # its own panel says so, in place of its older guesses
+            output, message = None, str(missing)
+        else:
+            message = ""
+        panels.append(render_guesses(f"{title} ({name})", output, message))
+        outputs.append(output)
     running = Game.from_dict(game)
     if running is not None:
         for role, output in zip(ROLES, outputs, strict=True):
-            running.record(role, output.top1, len(examples))
+            if output is not None:
+                running.record(role, output.top1, len(examples))
         game = running.to_dict()
-    return (render_guesses(f"Literal listener ({literal_weights})", outputs[0]),
-            render_guesses(f"PraX listener ({pragmatic_weights})", outputs[1]), game, game_text(game))
+    return (*panels, game, game_text(game))
 
 
 def _share(callback: Callback | None, index: int, parts: int) -> Callback | None:
@@ -182,17 +205,12 @@ def new_game() -> dict:
 
 
 def game_text(game: dict | None) -> str:
+    """The running game as the person sees it: the regex to teach (shown to the person only, as in the paper's
+    setting: the speaker knows the program, the listeners do not) and how each listener is doing."""
     running = Game.from_dict(game)
     if running is None:
         return "No game running."
-    return "Hidden regex set. " + running.status(list(ROLES))
-
-
-def reveal(game: dict | None) -> str:
-    running = Game.from_dict(game)
-    if running is None:
-        raise UserInputError("Start a game first with 'New hidden regex'.", argument="game")
-    return f"The hidden regex is `{running.target}`. " + running.status(list(ROLES))
+    return f"Teach the listeners `{running.target}`. " + running.status(list(ROLES))
 
 
 # ---------------------------------------------------------------- display

@@ -1,7 +1,8 @@
-"""The "teach a hidden regex" game, UI-free: a hidden target, label checks, and when each listener got it.
+"""The "teach the listeners a regex" game, UI-free: a target, label checks, and when each listener got it.
 
-Like upstream's demo page: the target is a random program, a user's label is checked against a full match of the
-target, and a listener "gets it" when its top-1 guess is equivalent to the target as an automaton.
+As in the paper's setting, the person (the speaker) knows the target program and the listeners do not. Like
+upstream's demo page: the target is a random program, a label is checked against a full match of the target, and a
+listener "gets it" when its top-1 guess is equivalent to the target as an automaton.
 """
 
 from __future__ import annotations
@@ -28,11 +29,11 @@ class Game:
                 return cls(target)
 
     def check_label(self, text: str, label: str) -> None:
-        """Raise UserInputError when the user's label contradicts the hidden regex (upstream checks this too)."""
+        """Raise UserInputError when the person's label contradicts the target (upstream checks this too)."""
         dsl.check_string(text)
         truth = dsl.matches(self.target, text)
         if truth != (label == "+"):
-            raise UserInputError(f"{text!r} {'does' if truth else 'does not'} match the hidden regex, so it should be "
+            raise UserInputError(f"{text!r} {'does' if truth else 'does not'} match {self.target}, so it should be "
                                  f"labelled {'+' if truth else '-'}; the game only accepts true labels.")
 
     def record(self, role: str, top1: str | None, n_examples: int) -> bool:

@@ -52,9 +52,8 @@ def _examples_section(w: SimpleNamespace) -> None:
     with gr.Row():
         w.remove = gr.Button("Remove ticked", size="sm")
         w.clear = gr.Button("Clear all", size="sm")
-    with gr.Row():
-        w.preset = gr.Dropdown(list(actions.PRESETS), label="Load an example set", value=None)
-        w.load = gr.Button("Load", size="sm")
+    w.preset = gr.Dropdown(list(actions.PRESETS), label="Start from an example set", value=None,
+                           info="Choosing one replaces the examples above.")
 
 
 def _listeners_section(ctx: DemoContext, w: SimpleNamespace) -> None:
@@ -62,30 +61,29 @@ def _listeners_section(ctx: DemoContext, w: SimpleNamespace) -> None:
     pragmatic = ctx.default_weights(actions.PRAGMATIC_PREFERENCE)
     w.literal_weights = gr.Dropdown(ctx.weight_choices(), value=literal, label="Literal listener")
     w.pragmatic_weights = gr.Dropdown(ctx.weight_choices(), value=pragmatic, label="Pragmatic listener (PraX)")
-    w.notice = gr.HTML(_notices(ctx, literal, pragmatic))
+    w.notice = gr.HTML(ui.WeightsView.banner_for(ctx, actions.WORKS_WITHOUT, literal, pragmatic))
     w.samples = gr.Slider(10, 500, value=actions.PAGE_SAMPLES, step=10, label="Samples per listener")
+    w.estimate = gr.Markdown()  # how long the next re-guess takes, before it starts (actions.run_estimate)
     with gr.Accordion("Precision and speed", open=False):
         gr.Markdown(actions.precision_note())
     w.suggest = gr.Button("Suggest an informative example")
     w.suggestion_md = gr.Markdown()
     w.accept = gr.Button("Add the suggestion", size="sm", visible=False)
-    gr.on([w.literal_weights.change, w.pragmatic_weights.change], lambda lit, prag: _notices(ctx, lit, prag),
-          [w.literal_weights, w.pragmatic_weights], w.notice, **INTERNAL)
+    w.weights = ui.WeightsView(ctx, [w.literal_weights, w.pragmatic_weights], w.notice, actions.WORKS_WITHOUT)
+    gr.on([w.samples.change, w.literal_weights.change, w.pragmatic_weights.change], actions.run_estimate,
+          [w.samples, w.literal_weights, w.pragmatic_weights], w.estimate, **INTERNAL)
 
 
 def _game_section(w: SimpleNamespace) -> None:
-    with gr.Accordion("Game: teach a hidden regex", open=False):
-        gr.Markdown("The page picks a regex and keeps it hidden. Add true examples of it; the page says when "
-                    "each listener's top guess becomes equivalent to it, and after how many examples.")
-        with gr.Row():
-            w.new_game = gr.Button("New hidden regex")
-            w.reveal = gr.Button("Reveal", size="sm")
+    with gr.Accordion(GAME_TITLE, open=False):
+        gr.Markdown("You get a regex; the listeners do not. Add strings it matches (+) and strings it does not "
+                    "(−); a wrong label is refused.\n\nA listener gets it when its top guess means the same regex: "
+                    "teach both in as few examples as you can.")
+        w.new_game = gr.Button("New regex to teach")
         w.game_md = gr.Markdown("No game running.")
 
 
-def _notices(ctx: DemoContext, *names: str) -> str:
-    """The weights banner of each chosen listener that is not here."""
-    return "".join(ui.weights_notice(ctx, name, actions.WORKS_WITHOUT) for name in dict.fromkeys(names))
+GAME_TITLE = "Game: teach the listeners a regex"
 
 
 def _listed(examples: list[dict]):
@@ -128,9 +126,9 @@ def _wire_examples(w: SimpleNamespace) -> None:
         kept = actions.remove_examples(examples, ticked)
         return kept, _listed(kept)
 
-    def load(name):
+    def load(name):  # the menu empties again, so the same set can be chosen again after edits
         loaded = actions.load_preset(name)
-        return loaded, _listed(loaded), None
+        return loaded, _listed(loaded), None, None
 
     def accept(examples, suggestion, game):
         updated = actions.accept_suggestion(examples, suggestion, game)
@@ -142,11 +140,10 @@ def _wire_examples(w: SimpleNamespace) -> None:
 
     w.remove.click(ui.user_errors(remove), [w.examples, w.current], [w.examples, w.current], **EDITS)
     w.clear.click(lambda: ([], _listed([])), None, [w.examples, w.current], **EDITS)
-    w.load.click(ui.user_errors(load), w.preset, [w.examples, w.current, w.game], **EDITS)
+    w.preset.input(ui.user_errors(load), w.preset, [w.examples, w.current, w.game, w.preset], **EDITS)
     w.accept.click(ui.user_errors(accept), [w.examples, w.suggestion, w.game], [w.examples, w.current, w.accept],
                    **EDITS)
     w.new_game.click(new_game, None, [w.game, w.examples, w.current, w.game_md], **INTERNAL)
-    w.reveal.click(ui.user_errors(actions.reveal), w.game, w.game_md, **INTERNAL)
 
 
 def _steps(progress: gr.Progress, desc: str):
@@ -164,13 +161,14 @@ def _wire_models(ctx: DemoContext, w: SimpleNamespace) -> None:
 
     # One update event for every change, "always_last": with several model calls allowed at once, separate
     # events could finish out of order and show guesses for an older list of examples.
-    gr.on([w.examples.change, w.literal_weights.change, w.pragmatic_weights.change], ui.model_call(update),
-          [w.examples, w.literal_weights, w.pragmatic_weights, w.samples, w.game],
-          [w.literal_out, w.pragmatic_out, w.game, w.game_md], trigger_mode="always_last",
-          validator=ui.validator(actions.check_update), **ui.model_events(ctx), **INTERNAL)
-    w.suggest.click(ui.model_call(suggest_example), [w.examples, w.pragmatic_weights],
-                    [w.suggestion, w.suggestion_md, w.accept], validator=ui.validator(actions.check_suggest_example),
-                    **ui.model_events(ctx), **INTERNAL)
+    w.weights.follow(
+        gr.on([w.examples.change, w.literal_weights.change, w.pragmatic_weights.change], ui.model_call(update),
+              [w.examples, w.literal_weights, w.pragmatic_weights, w.samples, w.game],
+              [w.literal_out, w.pragmatic_out, w.game, w.game_md], trigger_mode="always_last",
+              validator=ui.validator(actions.check_update), **ui.model_events(ctx), **INTERNAL),
+        w.suggest.click(ui.model_call(suggest_example), [w.examples, w.pragmatic_weights],
+                        [w.suggestion, w.suggestion_md, w.accept],
+                        validator=ui.validator(actions.check_suggest_example), **ui.model_events(ctx), **INTERNAL))
 
 
 def _api(ctx: DemoContext) -> None:

@@ -138,12 +138,11 @@ def test_page_handlers_add_update_suggest_and_play(ctx):
     accepted, _, _ = _handler(blocks, "accept")(easy, suggestion, None)
     assert accepted == [*easy, suggestion["example"]]
     game, examples, _, game_text = _handler(blocks, "new_game")()
-    assert game_text.startswith("Hidden regex set.")
-    assert examples == [] and Game.from_dict(game).target
     target = Game.from_dict(game).target
+    assert examples == [] and target
+    assert game_text.startswith(f"Teach the listeners `{target}`.")  # the person knows the regex they teach
     _, _, game, status = update([{"string": "zz", "label": "+"}], "tiny-literal", "tiny-pragmatic", 10, game)
-    assert status.startswith("Hidden regex set.") and "literal:" in status
-    assert target in _handler(blocks, "reveal")(game)
+    assert status.startswith(f"Teach the listeners `{target}`.") and "literal:" in status
     with pytest.warns(UserWarning, match="both as a match"):  # gr.Warning outside a request: the page's toast
         examples, listed, refused = add_plus([{"string": "a", "label": "-"}], "a", None)
     assert examples == listed == gr.skip() and refused == "a"  # the list as it was; the string back in the box
@@ -188,3 +187,50 @@ def test_the_settings_state_the_precision_and_the_measured_bf16_trade_off(monkey
     assert "9-10%" in note and "1.3-1.4×" in note and "0.22 → 0.20" in note
     monkeypatch.setenv("DEMOHUB_DTYPE", "bf16")
     assert actions.precision_note().startswith("**Precision:** bf16 (DEMOHUB_DTYPE=bf16).")
+
+
+def test_a_missing_official_listener_says_so_on_its_own_panel(ctx):
+    """Choosing an official listener that is not on this server: its panel shows the sentence in place of any older
+    guesses; the other listener still guesses; a running game records only the listener that answered."""
+    game = actions.new_game()
+    literal, pragmatic, game, _ = actions.update(ctx, SPEC, "tiny-literal", "pragmatic-ft-listener", 20, game)
+    assert "<table" in literal and "Literal listener (tiny-literal)" in literal
+    assert "<table" not in pragmatic and "PraX listener (pragmatic-ft-listener)" in pragmatic
+    assert html.escape(ctx.weights_message("pragmatic-ft-listener")) in pragmatic
+    assert "demohub download" not in pragmatic, "a visitor of a public hub reads no command"
+    assert Game.from_dict(game) is not None
+
+
+def test_the_weight_labels_banner_and_panels_come_from_one_state(ctx):
+    """After a model call the page redraws its weights view: both selectors' labels, and the banner for the chosen
+    sets that are not here."""
+    blocks = page.build(ctx)
+    ctx.pipeline("tiny-literal")  # a model call loaded it
+    redraw = next(f for f in blocks.fns.values() if f.name == "redraw")
+    assert [c.label for c in redraw.inputs] == ["Literal listener", "Pragmatic listener (PraX)"]
+    literal_labels, pragmatic_labels, banner = redraw.fn("tiny-literal", "pragmatic-ft-listener")
+    assert literal_labels["choices"] == pragmatic_labels["choices"] == ctx.weight_choices()
+    assert ("tiny-literal (loaded)", "tiny-literal") in literal_labels["choices"]
+    assert ("pragmatic-ft-listener (not on this server)", "pragmatic-ft-listener") in literal_labels["choices"]
+    assert banner.count("demohub-notice") == 1 and "pragmatic-ft-listener" in banner
+    assert redraw.fn("tiny-literal", "tiny-pragmatic")[2] == ""
+
+
+def test_a_long_reguess_says_how_long_before_it_starts(ctx, monkeypatch):
+    """After the listeners have run here, moving the samples slider says how long the next re-guess takes, once it
+    is long (the 92 s of 500 samples came with no warning); before any run, no number is made up."""
+    from shared.pace import Pace
+
+    monkeypatch.setattr(actions, "PACE", Pace())
+    assert actions.run_estimate(500, "tiny-literal", "tiny-pragmatic") == ""  # nothing measured yet
+    actions.update(ctx, SPEC, "tiny-literal", "tiny-pragmatic", 20, None)  # a re-guess: both listeners timed
+    per_sample = sum(actions.PACE.estimate(name, 1) for name in ("tiny-literal", "tiny-pragmatic"))
+    assert per_sample > 0
+    long_run = int(actions.LONG_RUN_SECONDS / per_sample) + 1
+    assert actions.run_estimate(long_run, "tiny-literal", "tiny-pragmatic").startswith(
+        f"With {long_run} samples each re-guess takes about ")
+    assert actions.run_estimate(max(1, long_run // 4), "tiny-literal", "tiny-pragmatic") == "", "short: no note"
+    assert actions.run_estimate(long_run, "tiny-literal", "pragmatic-ft-listener") == "", "not run here: no number"
+    blocks = page.build(ctx)
+    event = next(f for f in blocks.fns.values() if f.name == "run_estimate")
+    assert [c.label for c in event.inputs] == ["Samples per listener", "Literal listener", "Pragmatic listener (PraX)"]

@@ -14,6 +14,7 @@ from playwright.sync_api import expect
 
 import apps
 from apps import ui
+from apps.prax.page import GAME_TITLE
 from tests.conftest import free_port
 from tests.robustness.cases import make_files
 
@@ -29,6 +30,14 @@ def visitor(browser, robust_hub, width: int, height: int):
     page.on("pageerror", lambda e: page.console_errors.append(str(e)))
     page.base = robust_hub[0]
     return context, page
+
+
+def enter_examples(box, *strings: str) -> None:
+    """Each string typed 200 ms a key and entered with Enter; the page takes it when the box empties."""
+    for string in strings:
+        box.press_sequentially(string, delay=200)
+        box.press("Enter")
+        expect(box).to_have_value("", timeout=60_000)
 
 
 @pytest.fixture
@@ -157,10 +166,7 @@ def test_prax_a_mistake_locks_nothing_and_every_example_stays_in_order(narrow, t
     the guesses read at 720 px."""
     narrow.goto(f"{narrow.base}/prax")
     box = narrow.get_by_label("Example string")
-    for string in ("ab1", "cd2"):
-        box.press_sequentially(string, delay=200)
-        box.press("Enter")
-        expect(box).to_have_value("", timeout=60_000)
+    enter_examples(box, "ab1", "cd2")
     box.press_sequentially("ab1", delay=200)
     narrow.get_by_role("button", name="− should not match").click()  # the mistake: ab1 is already a match
     expect(narrow.locator("[data-testid='toast-body']")).to_contain_text("given both as a match", timeout=60_000)
@@ -265,13 +271,10 @@ def test_prax_embed_copied_from_the_page_shows_the_results_in_full_at_720px(brow
         expect(box).to_be_editable(timeout=60_000)
         expect(frame.locator("nav")).to_be_hidden()
         expect(frame.get_by_text("Embed this demo")).to_be_hidden()
-        for string in ("ab1", "cd2"):
-            box.press_sequentially(string, delay=200)
-            box.press("Enter")
-            expect(box).to_have_value("", timeout=60_000)
+        enter_examples(box, "ab1", "cd2")
         panel = frame.locator("h4", has_text="PraX listener").locator("xpath=..")
         expect(panel.locator("tbody").nth(1).locator("tr")).to_have_count(2, timeout=120_000)
-        last = frame.get_by_text("Game: teach a hidden regex")  # the page's last part, below every result
+        last = frame.get_by_text(GAME_TITLE)  # the page's last part, below every result
         expect(last).to_be_visible()
 
         def inside() -> bool:
@@ -305,3 +308,31 @@ def test_prax_embed_copied_from_the_page_shows_the_results_in_full_at_720px(brow
         assert reader.console_errors == []
     finally:
         context.close()
+
+
+def test_prax_an_official_listener_missing_here_says_so_once_on_its_own_panel(narrow, tmp_path):
+    """At 720 px a reader picks the official PraX listener, which this server does not have: the list labels it
+    "not on this server", its panel says so in place of the tiny listener's older guesses, the banner says it once,
+    nothing shows an error badge, and the literal listener keeps guessing."""
+    narrow.goto(f"{narrow.base}/prax")
+    box = narrow.get_by_label("Example string")
+    enter_examples(box, "ab1", "cd2")
+    pragmatic = narrow.locator("h4", has_text="PraX listener").locator("xpath=..")
+    expect(pragmatic.locator("table")).to_have_count(2, timeout=120_000)  # the tiny listener's guesses
+    chooser = narrow.get_by_label("Pragmatic listener (PraX)")
+    chooser.click()
+    option = narrow.get_by_role("option", name="pragmatic-ft-listener (not on this server)")
+    expect(option).to_be_visible()
+    option.click()
+    panel = narrow.locator("h4", has_text="PraX listener (pragmatic-ft-listener)").locator("xpath=..")
+    expect(panel).to_contain_text("are not on this server", timeout=60_000)
+    expect(panel.locator("table")).to_have_count(0)  # no stale guesses under the new title
+    banner = narrow.locator(".demohub-notice", has_text="pragmatic-ft-listener")
+    expect(banner).to_have_count(1)
+    literal = narrow.locator("h4", has_text="Literal listener").locator("xpath=..")
+    expect(literal.locator("tbody").nth(1).locator("tr")).to_have_count(2)
+    assert narrow.locator(".error:visible").count() == 0
+    sentence = "The prax weights 'pragmatic-ft-listener' (1.20 GB) are not on this server."
+    assert sentence in banner.inner_text() and sentence in panel.inner_text(), "one state, one sentence"
+    narrow.screenshot(path=tmp_path / "prax-missing-720.png", full_page=True)
+    assert narrow.console_errors == []
