@@ -24,7 +24,7 @@ import gradio as gr  # noqa: E402
 from apps import DEMOS, serving, ui  # noqa: E402
 from apps import catalog as papers  # noqa: E402
 from apps.settings import ServeSettings, add_arguments, from_args  # noqa: E402
-from apps.ui import demo_icon, look, notice  # noqa: E402
+from apps.ui import look, notice  # noqa: E402
 from shared import weights  # noqa: E402
 from shared.context import DemoContext  # noqa: E402
 from shared.errors import log, report  # noqa: E402
@@ -77,14 +77,28 @@ def render_page(page: PageResult, ctx: DemoContext) -> None:
 
 
 def card_html(page: PageResult, downloads: bool = False) -> str:
+    """A demo's card: a picture made from its own editor or examples, title, tagline, links, and what runs here."""
     demo, p = page.demo, page.demo.paper
-    status = {"ready": "", "coming-soon": " · coming soon", "error": " · failed to load"}[page.status]
+    if page.status == "ready":
+        state = weights.summary(demo, downloads)
+    else:
+        state = {"coming-soon": "Coming soon.", "error": "Failed to load; the rest of the hub works."}[page.status]
     return (
-        f'<div class="demo-card" data-demo="{demo.id}"><h3>{demo_icon(demo)} <a href="/{demo.id}">'
-        f"{html.escape(demo.title)}</a></h3><p>{html.escape(demo.tagline)}</p>"
+        f'<div class="demo-card" data-demo="{demo.id}"><a class="demo-preview" href="/{demo.id}" tabindex="-1" '
+        f'aria-hidden="true">{_preview(demo) if page.status == "ready" else ""}</a>'
+        f'<h3><a href="/{demo.id}">{html.escape(demo.title)}</a></h3><p>{html.escape(demo.tagline)}</p>'
         f'<p><a href="{p.url}">Paper</a> · <a href="{p.code_url}">Official code</a></p>'
-        f'<p class="state">{html.escape(weights.summary(demo, downloads))}{status}</p></div>'
+        f'<p class="state">{html.escape(state)}</p></div>'
     )
+
+
+def _preview(demo: Demo) -> str:
+    """The demo's declared picture; a failure leaves the box empty (and the log says why), never the card."""
+    try:
+        return demo.preview_html()
+    except Exception:
+        log.warning("the %s card's preview failed", demo.id, exc_info=True)
+        return ""
 
 
 def catalog_html(entries: list[papers.CatalogEntry]) -> str:
@@ -99,7 +113,7 @@ def catalog_html(entries: list[papers.CatalogEntry]) -> str:
             f'<div class="catalog-entry" data-paper="{e.id}"><strong>{html.escape(e.title)}</strong>{badge}{link}{code}'
             f"<details><summary>Abstract</summary><p>{html.escape(e.abstract)}</p></details></div>"
         )
-    return f"<p>{len(entries)} papers</p>" + "".join(rows)
+    return f"<p>{len(entries)} paper{'s' * (len(entries) != 1)}</p>" + "".join(rows)
 
 
 def catalog(query: str = "", only_demos: bool = False) -> list[dict]:
@@ -132,9 +146,9 @@ def build_hub(pool: ModelPool | None = None, settings: ServeSettings | None = No
         )
         cards = gr.HTML()
         gr.Markdown("## ICLR 2024 catalog")
-        with gr.Row():
-            query = gr.Textbox(label="Search titles and abstracts", scale=4, max_length=papers.MAX_QUERY_CHARS)
-            only_demos = gr.Checkbox(label="Only papers with a demo", value=False, scale=1)
+        query = gr.Textbox(label="Search titles and abstracts", placeholder="e.g. diffusion, molecules, program "
+                           "synthesis", max_length=papers.MAX_QUERY_CHARS)
+        only_demos = gr.Checkbox(label="Only papers with a demo", value=False)  # its own line: one line at 720 px
         listing = gr.HTML(catalog_html(papers.search()))
         for trigger in (query.submit, only_demos.change):
             trigger(lambda q, o: catalog_html(papers.search(q, o)), [query, only_demos], listing,

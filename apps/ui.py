@@ -407,25 +407,17 @@ def notice(text: str, kind: str = "info") -> str:
     return f'<div class="demohub-notice demohub-{kind}" role="status">{html.escape(text)}</div>'
 
 
-def demo_icon(demo: Demo, size: int = 22) -> str:
-    """A small inline SVG badge with the demo's initials: renders in any browser, with or without emoji fonts."""
-    words = [w for w in demo.id.replace("_", " ").replace("-", " ").split() if w] or [demo.id]
-    initials = (words[0][:2] if len(words) == 1 else words[0][0] + words[1][0]).upper()
-    hue = sum(map(ord, demo.id)) * 47 % 360
-    return (f'<svg class="demo-icon" width="{size}" height="{size}" viewBox="0 0 24 24" role="img" '
-            f'aria-label="{html.escape(demo.id)}"><rect width="24" height="24" rx="6" fill="hsl({hue} 55% 45%)"/>'
-            f'<text x="12" y="16" text-anchor="middle" font-size="10" font-family="sans-serif" font-weight="700" '
-            f'fill="#fff">{html.escape(initials)}</text></svg>')
-
-
 # The hub's and every single-demo Space's look: one stylesheet (Gradio's CSS variables, so light and dark themes both
 # work), passed to ``launch`` through ``look()``.
 CSS = """
 .demo-cards { display: grid; grid-template-columns: repeat(auto-fill, minmax(240px, 1fr)); gap: 1rem; }
 .demo-card { border: 1px solid var(--border-color-primary); border-radius: 12px; padding: 1rem; min-width: 0; }
-.demo-card h3 { margin: 0 0 .4rem 0; display: flex; gap: .4rem; align-items: center; }
+.demo-card h3 { margin: .6rem 0 .4rem 0; }
+.demo-preview { display: flex; align-items: center; justify-content: center; height: 126px; overflow: hidden;
+  border-radius: 8px; background: var(--background-fill-secondary); text-decoration: none !important;
+  color: inherit !important; }
+.demo-preview svg { max-width: 100%; height: 100%; }
 .demo-card .state { font-size: .85em; opacity: .8; }
-.demo-icon { flex: none; vertical-align: middle; }
 .catalog-entry { border-bottom: 1px solid var(--border-color-primary); padding: .5rem 0; overflow-wrap: anywhere; }
 .demo-badge { background: var(--color-accent-soft); border-radius: 6px; padding: 0 .4rem; font-size: .8em; }
 .demohub-notice { padding: .8rem 1rem; border-radius: 8px; border-left: 4px solid; overflow-wrap: anywhere; }

@@ -62,6 +62,8 @@ class Demo:
     requirements: tuple[str, ...] = field(default_factory=tuple)
     cpu_dtype: str | None = None  # e.g. "bfloat16" for models too large for fp32 in RAM
     gpu_dtype: str | None = None  # e.g. "float16" where the official weights were released for fp16 inference
+    works_without_weights: str = ""  # what the page does with no weights at all, a short phrase for the hub's card
+    preview: str = ""  # "module:function" -> HTML: the hub card's picture, made from the demo's own editor or examples
     embed_height: int = 900  # px: the embed iframe's height before the page reports its own: the embedded view's
     # height at 720 px wide before any result (measured by a browser test)
 
@@ -87,8 +89,17 @@ class Demo:
         raise UserInputError(f"Unknown weight set {name!r} for {self.id}; choose one of: {names}.")
 
     def pipeline_class(self):
-        module, _, attr = self.pipeline.partition(":")
-        return getattr(importlib.import_module(module), attr)
+        return _attribute(self.pipeline)
+
+    def preview_html(self) -> str:
+        """The card's picture ("" when the demo declares none)."""
+        return _attribute(self.preview)() if self.preview else ""
+
+
+def _attribute(path: str):
+    """``"package.module:name"`` -> that object, imported when first asked for."""
+    module, _, attr = path.partition(":")
+    return getattr(importlib.import_module(module), attr)
 
 
 def human_bytes(n: int) -> str:

@@ -447,12 +447,15 @@ def folder_bytes(folder: Path, ws: WeightSet) -> int:
 
 
 def summary(demo: Demo, downloads: bool = False) -> str:
-    """One line on a demo's weights for a landing-page card (``downloads``: may visitors start one here)."""
-    states = [state(demo.id, ws, ask_hub=downloads) for ws in demo.weight_sets]
-    ready = sum(s.here for s in states)
-    if ready:
-        return f"weights: {ready} of {len(states)} sets ready offline"
-    if downloads and any(s is WeightState.DOWNLOADABLE for s in states):
-        smallest = min((ws for ws in demo.weight_sets if ws.repo_id), key=lambda ws: ws.size_bytes)
-        return f"weights: download needed (from {smallest.size_text})"
-    return "weights: not on this server yet"
+    """What runs on this server now, for the hub's card (``downloads``: may visitors start one here)."""
+    here = [ws.name for ws in demo.weight_sets if state(demo.id, ws, ask_hub=False).here]
+    if here:
+        return f"Runs here now, on {', '.join(here)}."
+    smallest = min(demo.weight_sets, key=lambda ws: ws.size_bytes or math.inf)
+    fetch = ("they download on first use" if downloads and any(
+        state(demo.id, ws) is WeightState.DOWNLOADABLE for ws in demo.weight_sets) else "not on this server yet")
+    size = smallest.size_text if len(demo.weight_sets) == 1 else f"from {smallest.size_text}"
+    model = f"the model needs its weights ({size}), {fetch}"
+    if demo.works_without_weights:
+        return f"Runs here now: {demo.works_without_weights}; {model}."
+    return model[0].upper() + model[1:] + "."

@@ -8,6 +8,7 @@ source of truth of a page; the helpers below turn it into the canvas editor's va
 
 from __future__ import annotations
 
+import html
 import io
 import json
 from collections.abc import Callable
@@ -370,3 +371,24 @@ def layout_fields(layout_json: str | None) -> dict[str, str]:
     except UserInputError:
         return {}
     return {key: data[key] for key, allowed in LAYOUT_FIELDS if data.get(key) in allowed}
+
+
+def layout_svg(layout: dict, width: int = 224, height: int = 126) -> str:
+    """A layout as a small picture: each box outlined in a colour of its label, the label inside (the hub's card;
+    coordinates are the layout's own, 0-1, on a 16:9 frame)."""
+    shapes = []
+    for label, x0, y0, x1, y1 in layout.get("bbox", []):
+        hue = sum(map(ord, str(label))) * 67 % 360
+        x, y, w, h = x0 * width, y0 * height, max(1.0, (x1 - x0) * width), max(1.0, (y1 - y0) * height)
+        shapes.append(f'<rect x="{x:.1f}" y="{y:.1f}" width="{w:.1f}" height="{h:.1f}" fill="hsl({hue} 70% 50% / .18)" '
+                      f'stroke="hsl({hue} 70% 40%)" stroke-width="1.5"/>'
+                      f'<text x="{x + 3:.1f}" y="{y + 11:.1f}" font-size="9" font-family="sans-serif" '
+                      f'fill="hsl({hue} 70% 30%)">{html.escape(str(label))}</text>')
+    return (f'<svg viewBox="0 0 {width} {height}" width="{width}" height="{height}" role="img" '
+            f'aria-label="a layout of {len(shapes)} boxes"><rect width="{width}" height="{height}" fill="#f1f5f9"/>'
+            + "".join(shapes) + "</svg>")
+
+
+def preview() -> str:
+    """The hub card's picture: the first example layout."""
+    return layout_svg(examples_for()[0][0])

@@ -238,3 +238,10 @@ def page_outputs(view: MoleculeView, answer: MoLM3DOutput | None = None) -> tupl
     """The Gradio page's outputs: (2D depiction, 3D viewer, table HTML, info) and, after a question, the answer."""
     shown = (view.depiction, view.viewer, table_html(table_rows(view, answer)), view.info)
     return shown if answer is None else (*shown, answer_markdown(answer))
+
+
+def preview() -> str:
+    """The hub card's picture: RDKit's drawing of the first example molecule (no conformer needed)."""
+    from apps.molm3d.views import smiles_svg
+
+    return smiles_svg(EXAMPLES[0][0], 224, 126)

@@ -23,10 +23,21 @@ START_ANGLES = (0.35, 0.6)
 def depiction_svg(conf: Conformer, width: int = 420, height: int = 300) -> str:
     """RDKit's 2D drawing of the molecule (hydrogens hidden), as an SVG string."""
     from rdkit import Chem
+
+    return _draw(Chem.Mol(conf.mol), width, height)
+
+
+def smiles_svg(smiles: str, width: int, height: int) -> str:
+    """RDKit's 2D drawing of a (trusted, bundled) SMILES."""
+    from rdkit import Chem
+
+    return _draw(Chem.MolFromSmiles(smiles), width, height)
+
+
+def _draw(mol, width: int, height: int) -> str:
     from rdkit.Chem import rdDepictor
     from rdkit.Chem.Draw import rdMolDraw2D
 
-    mol = Chem.Mol(conf.mol)
     mol.RemoveAllConformers()
     rdDepictor.Compute2DCoords(mol)
     drawer = rdMolDraw2D.MolDraw2DSVG(width, height)

@@ -260,3 +260,14 @@ def suggestion_markdown(s: PraxSuggestion) -> str:
             f"assuming you mean <code>{html.escape(s.assumed_program)}</code>, it leaves "
             f"{s.remaining} of {s.n_programs} candidate regexes "
             f"(S1 = {s.speaker_probability:.2f} over {s.n_candidates} candidate examples).")
+
+
+def preview() -> str:
+    """The hub card's picture: the first example set, as the page lists it."""
+    name, examples = next(iter(PRESETS.items()))
+    chips = "".join(f"<code style='{CHIP}'>{'+' if label == '+' else '−'} {html.escape(string)}</code>"
+                    for string, label in examples)
+    return f"<div style='display:flex;flex-wrap:wrap;gap:.4rem;justify-content:center'>{chips}</div>"
+
+
+CHIP = "border:1px solid var(--border-color-primary);border-radius:6px;padding:.15rem .45rem;white-space:pre"

@@ -195,3 +195,11 @@ def write_exports(output: Tag2TextOutput, folder: Path) -> list[Path]:
         csv.writer(fh).writerows([TABLE_HEADERS, *batch_table(output)])
     json_path.write_text(json.dumps(output.to_dict(), indent=1, ensure_ascii=False), encoding="utf-8")
     return [csv_path, json_path]
+
+
+def preview() -> str:
+    """The hub card's picture: the first example image (served by name once the page is built)."""
+    from apps.serving import EXAMPLES_ROUTE
+
+    name = Path(example_images()[0]).name
+    return f'<img src="{EXAMPLES_ROUTE}/tag2text/{name}" alt="an example image" style="height:100%;width:auto">'
