@@ -99,4 +99,4 @@ def test_broken_page_is_isolated(tmp_path, monkeypatch, caplog):
     text = str(blocks.config)
     assert "could not be built (error id" in text
     assert "no such checkpoint" not in text and "coming soon" in text
-    assert 'data-demo="failing"' in text and "failed to load" in text.split('data-demo="failing"')[1].split("</div>")[0]
+    assert 'data-demo="failing"' in text and "Failed to load" in text.split('data-demo="failing"')[1].split("</div>")[0]
