@@ -364,6 +364,20 @@ def set_layout_field(layout_json: str | None, key: str, value: str) -> str:
     return json.dumps(layout)
 
 
+def layout_for_checkpoint(layout_json: str | None, config: GenerationConfig) -> str:
+    """The layout text without the fields the checkpoint does not read (a COCO-Stuff checkpoint has no camera, time
+    or weather); unchanged when it is not a layout yet or has none of them."""
+    try:
+        layout = load_layout_json(layout_json)
+    except UserInputError:
+        return layout_json or ""
+    unread = ({"camera"} if not config.uses_camera else set()) | (
+        {"timeofday", "weather"} if not config.uses_time_weather else set())
+    if not unread & set(layout):
+        return layout_json or ""
+    return json.dumps({key: value for key, value in layout.items() if key not in unread})
+
+
 def layout_fields(layout_json: str | None) -> dict[str, str]:
     """The camera / timeofday / weather values the layout text sets to a known value (for the page's controls)."""
     try:

@@ -7,6 +7,7 @@ controls and the examples all read and write it. No torch here: the pipeline loa
 
 from __future__ import annotations
 
+import html
 import json
 from pathlib import Path
 from typing import Literal
@@ -91,9 +92,8 @@ def build(ctx: DemoContext) -> gr.Blocks:
     config, start = page.config(first), page.start_layout(first)
     with gr.Blocks(title=ctx.demo.title, analytics_enabled=False) as blocks:
         ui.paper_card(ctx.demo)
-        with gr.Row():
-            checkpoint = ui.weights_dropdown(ctx, label="Checkpoint")
-            weight_note = gr.HTML(ui.weights_notice(ctx, first, WORKS_WITHOUT_WEIGHTS))
+        checkpoint = ui.weights_dropdown(ctx, label="Checkpoint")  # the full width: names are never truncated
+        weight_note = gr.HTML(ui.weights_notice(ctx, first, WORKS_WITHOUT_WEIGHTS))
         with gr.Row():
             with gr.Column(scale=1):
                 editor, camera, timeofday, weather, layout_json, table, apply_table = _layout_column(start, config)
@@ -102,24 +102,30 @@ def build(ctx: DemoContext) -> gr.Blocks:
                 run = gr.Button("Generate", variant="primary")
                 show_boxes = gr.Checkbox(True, label="Draw layout boxes over the images")
                 gallery = gr.Gallery(label="Generated images", columns=2, height="auto", format="png",
-                                     elem_id="geo-gallery")
+                                     elem_id="geo-gallery", visible=False)  # shown with the first images
                 prompt = gr.Textbox(page.preview_prompt(start, first), label="Prompt the model reads",
                                     interactive=False, elem_id="geo-prompt")
                 notes = gr.Markdown(page.budget_note(start, first))
-                export = gr.Button("Export as COCO dataset")
+                export = gr.Button("Export as COCO dataset", interactive=False)  # until there are images
                 export_file = gr.File(label="COCO detection dataset (images + annotations/instances.json)",
-                                      elem_id="geo-export")
+                                      elem_id="geo-export", visible=False)
         n_state, es_state, result = gr.State(1), gr.State(None), gr.State(None)
         _examples(layout_json, checkpoint)
         ui.embed_section(ctx.demo, blocks)
 
         def on_checkpoint(name, text, sampler_):
             cfg_ = page.config(name)
-            return (actions.editor_value(text, cfg_.classes), gr.update(visible=cfg_.uses_camera),
+            text = actions.layout_for_checkpoint(text, cfg_)
+            return (text, actions.editor_value(text, cfg_.classes), gr.update(visible=cfg_.uses_camera),
                     gr.update(visible=cfg_.uses_time_weather), gr.update(visible=cfg_.uses_time_weather),
                     gr.update(value=cfg_.default_steps(sampler_)), gr.update(value=cfg_.cfg_scale),
                     gr.update(choices=actions.sampler_choices(cfg_), info=actions.sampler_info(cfg_)),
                     page.preview_prompt(text, name), page.budget_note(text, name))
+
+        def show_images(result_, boxes):
+            """The gallery appears with the first images, and export becomes possible once there are some."""
+            return (gr.update(value=actions.gallery_items(result_, boxes), visible=result_ is not None),
+                    gr.update(interactive=result_ is not None))
 
         def on_sampler(sampler_, n_steps, name):
             return actions.steps_for_sampler(sampler_, n_steps, page.config(name))
@@ -141,10 +147,11 @@ def build(ctx: DemoContext) -> gr.Blocks:
 
         @ui.user_errors
         def export_dataset(result):
-            return str(actions.export_dataset(result, lambda: ui.output_folder("geodiffusion-coco")))
+            return gr.update(value=str(actions.export_dataset(result, lambda: ui.output_folder("geodiffusion-coco"))),
+                             visible=True)
 
         checkpoint.change(on_checkpoint, [checkpoint, layout_json, sampler],
-                          [editor, camera, timeofday, weather, steps, cfg, sampler, prompt, notes],
+                          [layout_json, editor, camera, timeofday, weather, steps, cfg, sampler, prompt, notes],
                           **PRIVATE)
         sampler.input(on_sampler, [sampler, steps, checkpoint], steps, **PRIVATE)
         layout_json.change(on_layout, [layout_json, checkpoint],
@@ -157,10 +164,11 @@ def build(ctx: DemoContext) -> gr.Blocks:
         num_images.change(int, num_images, n_state, **PRIVATE)
         gr.on([use_es.change, es_factor.change], lambda on, lam: float(lam) if on else None, [use_es, es_factor],
               es_state, **PRIVATE)
+        use_es.change(lambda on: gr.update(visible=on), use_es, es_factor, **PRIVATE)
         generated = run.click(generate_on_page, [layout_json, checkpoint, seed, steps, cfg, n_state, es_state,
                                                  sampler], [prompt, notes, result], api_name="generate_on_page",
                               validator=ui.validator(page.check_generate), **PRIVATE, **ui.model_events(ctx))
-        generated.success(actions.gallery_items, [result, show_boxes], gallery, **PRIVATE)
+        generated.success(show_images, [result, show_boxes], [gallery, export], **PRIVATE)
         ui.WeightsView(ctx, [checkpoint], weight_note, WORKS_WITHOUT_WEIGHTS).follow(generated)
         show_boxes.change(actions.gallery_items, [result, show_boxes], gallery, **PRIVATE)
         export.click(export_dataset, result, export_file, **PRIVATE)
@@ -220,13 +228,18 @@ def _settings(config):
     with gr.Row():
         num_images = gr.Slider(1, actions.PAGE_MAX_IMAGES, value=1, step=1, label="Images")
         use_es = gr.Checkbox(False, label="Epsilon Scaling (ICLR 2024)")
-        es_factor = gr.Slider(1.0, 1.02, value=1.005, step=0.001, label="λ (divides the predicted noise)")
+        es_factor = gr.Slider(1.0, 1.02, value=1.005, step=0.001, label="λ (divides the predicted noise)",
+                              visible=False)  # with Epsilon Scaling only
     return seed, steps, cfg, sampler, num_images, use_es, es_factor
 
 
-def _examples(layout_json, checkpoint) -> None:
-    with gr.Row():
-        for dataset, label in (("nuimages", "nuImages driving scenes"), ("coco_stuff", "COCO-Stuff scenes")):
-            with gr.Column():
-                gr.Examples([[json.dumps(lay), ck] for lay, ck in actions.examples_for(dataset)],
-                            [layout_json, checkpoint], label=label)
+def _examples(layout_json, checkpoint) -> gr.Dataset:
+    """Every example as a small picture of its layout with its checkpoint's name; a click loads both."""
+    items = actions.examples_for()
+    samples = [[f'<div class="geo-example">{actions.layout_svg(layout, 96, 96)}<br><small>{html.escape(name)}'
+                "</small></div>"] for layout, name in items]
+    dataset = gr.Dataset(components=[gr.HTML(visible=False)], samples=samples, type="index",
+                         label="Examples (click one: its layout and checkpoint)", samples_per_page=len(samples))
+    dataset.click(lambda index: (json.dumps(items[index][0]), items[index][1]), dataset, [layout_json, checkpoint],
+                  **PRIVATE)
+    return dataset

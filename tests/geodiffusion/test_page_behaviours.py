@@ -59,7 +59,8 @@ def test_checkpoint_switch_updates_classes_controls_steps_and_cfg(time_weather_o
     blocks = build(DemoContext(DEMO, ModelPool(budget_bytes=10**9)))
     event = handler(blocks, "on_checkpoint")
     assert [c.label for c in event.inputs] == ["Checkpoint", LAYOUT_LABEL, "Sampler"]
-    editor, camera, timeofday, weather, steps, cfg, sampler, prompt, _ = event.outputs
+    layout_box, editor, camera, timeofday, weather, steps, cfg, sampler, prompt, _ = event.outputs
+    assert layout_box.elem_id == "geo-layout-json"
     weights_view = handler(blocks, "redraw_messages")  # the banner follows the checkpoint's state (ui.WeightsView)
     assert [c.label for c in weights_view.inputs] == ["Checkpoint"]
     assert sampler.elem_id == "geo-sampler" and sampler.value == "default"
@@ -90,11 +91,15 @@ def test_checkpoint_switch_updates_classes_controls_steps_and_cfg(time_weather_o
     ]
     assert len(COCO_STUFF_CLASSES) == 172 and "sky-other" in COCO_STUFF_CLASSES
     for name, classes, shows_camera, shows_time_weather, n_steps, scale, prompt_start, notice in expected:
-        out = event.fn(name, text, "default")
-        assert len(out) == len(event.outputs)
+        written, *out = event.fn(name, text, "default")
+        assert len(out) + 1 == len(event.outputs)
         value = json.loads(out[0])
         assert value["classes"] == classes, name
-        assert value["layout"] == json.loads(text), name  # the boxes survive the switch
+        assert value["layout"]["bbox"] == json.loads(text)["bbox"], name  # the boxes survive the switch
+        # the layout keeps only the fields the checkpoint reads: COCO-Stuff has no camera, time or weather
+        kept = [key for key in ("camera", "timeofday", "weather") if key in json.loads(written)]
+        assert kept == ["camera"] * shows_camera + ["timeofday", "weather"] * shows_time_weather, name
+        assert json.loads(written)["bbox"] == json.loads(text)["bbox"] and value["layout"] == json.loads(written)
         assert update_value(out[1], "visible") is shows_camera, name
         assert update_value(out[2], "visible") is shows_time_weather, name
         assert update_value(out[3], "visible") is shows_time_weather, name
@@ -103,7 +108,7 @@ def test_checkpoint_switch_updates_classes_controls_steps_and_cfg(time_weather_o
         official = "DPM-Solver++" if name.startswith("coco") else "PNDM"
         assert update_value(out[6], "choices")[0] == (f"Official ({official}, {n_steps} steps)", "default"), name
         assert f"than the official {n_steps} {official} steps" in update_value(out[6], "info"), name
-        assert update_value(event.fn(name, text, "fast")[4], "value") == 20, name  # fast sampling's steps
+        assert update_value(event.fn(name, text, "fast")[5], "value") == 20, name  # fast sampling's steps
         assert out[7].startswith(prompt_start), (name, out[7])
         banner, = weights_view.fn(name)
         if notice is None:
@@ -167,8 +172,12 @@ def test_export_of_images_generated_on_the_page(time_weather_on_disk):
     ctx = DemoContext(DEMO, ModelPool(budget_bytes=10**9))
     blocks = build(ctx)
     generate, export = handler(blocks, "generate_on_page"), handler(blocks, "export_dataset")
-    gallery_items = handler(blocks, "gallery_items", events=2)  # after generate, and when "show boxes" changes
-    assert list(export.inputs) == [generate.outputs[2]] == [gallery_items.inputs[0]]  # the state generate writes
+    gallery_items = handler(blocks, "gallery_items")  # when "show boxes" changes
+    show_images = handler(blocks, "show_images")  # after generate: the gallery appears, export becomes possible
+    assert list(export.inputs) == [generate.outputs[2]] == [gallery_items.inputs[0]] == [show_images.inputs[0]]
+    gallery_box, export_button = show_images.outputs
+    assert not gallery_box.visible and not export_button.interactive, "no empty gallery, no export of nothing"
+    assert show_images.fn(None, True)[1]["interactive"] is False
     with pytest.raises(gr.Error, match="Generate images first"):
         export.fn(None)
 
@@ -176,7 +185,10 @@ def test_export_of_images_generated_on_the_page(time_weather_on_disk):
                        "bbox": [["car", 0.1, 0.2, 0.5, 0.6], ["traffic cone", 0.7, 0.75, 0.8, 0.95]]})
     assert [c.label for c in generate.inputs][-1] == "Sampler"
     prompt, notes, state = generate.fn(text, TIME_WEATHER, 7, 2, 5.0, 2, None)
-    gallery = gallery_items.fn(state, False)
+    shown, export_state = show_images.fn(state, False)
+    assert shown["visible"] and export_state["interactive"]
+    gallery = shown["value"]
+    assert len(gallery) == len(gallery_items.fn(state, False))
     assert prompt == "A night rain driving scene image of front right camera with car <l4> <l10> cone <l10> <l14>"
     assert notes == "2 image(s), 64x64, 2 steps, cfg 5.0, seed 7, PNDM (the checkpoint's sampler)."
     _, fast_notes, fast_state = generate.fn(text, TIME_WEATHER, 7, 2, 5.0, 1, None, "fast")
@@ -189,7 +201,9 @@ def test_export_of_images_generated_on_the_page(time_weather_on_disk):
     again = GeoDiffusionPage(ctx).generate(text, TIME_WEATHER, seed=7, steps=2, cfg=5.0, num_images=2)
     assert all(np.array_equal(np.asarray(im.convert("RGB")), g) for im, g in zip(again.images, generated, strict=True))
 
-    path = export.fn(state)
+    exported = export.fn(state)
+    path = exported["value"]
+    assert exported["visible"], "the file appears only once there is one"
     assert path.endswith("geodiffusion_coco.zip")
     with zipfile.ZipFile(path) as zf:
         coco = json.loads(zf.read("annotations/instances.json"))

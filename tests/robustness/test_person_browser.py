@@ -336,3 +336,38 @@ def test_prax_an_official_listener_missing_here_says_so_once_on_its_own_panel(na
     assert sentence in banner.inner_text() and sentence in panel.inner_text(), "one state, one sentence"
     narrow.screenshot(path=tmp_path / "prax-missing-720.png", full_page=True)
     assert narrow.console_errors == []
+
+
+def test_geodiffusion_examples_checkpoint_switch_and_export_at_720px(narrow, tmp_path):
+    """A reader at 720 px: examples are small pictures of their layouts with their checkpoints; a COCO-Stuff example
+    loads a layout without the driving-scene fields; λ shows only with Epsilon Scaling; before any image there is no
+    empty gallery and nothing to export; after one, the images and the export are there."""
+    narrow.goto(f"{narrow.base}/geodiffusion")
+    examples = narrow.locator(".geo-example")
+    expect(examples.first.locator("svg rect").nth(1)).to_be_visible(timeout=60_000)  # a box of the first layout
+    layout = narrow.locator("#geo-layout-json textarea")
+    examples.filter(has_text="coco-stuff-256x256").first.click()
+    expect(narrow.get_by_label("Checkpoint")).to_have_value(re.compile(r"^coco-stuff-256x256"), timeout=30_000)
+    assert "camera" not in layout.input_value() and '"bbox"' in layout.input_value()
+    export = narrow.get_by_role("button", name="Export as COCO dataset")
+    expect(export).to_be_disabled()
+    expect(narrow.locator("#geo-gallery")).to_be_hidden()
+    expect(narrow.get_by_text("λ (divides the predicted noise)")).to_be_hidden()
+    narrow.get_by_label("Epsilon Scaling (ICLR 2024)").check()
+    expect(narrow.get_by_text("λ (divides the predicted noise)")).to_be_visible()
+    narrow.get_by_label("Epsilon Scaling (ICLR 2024)").uncheck()
+    examples.filter(has_text="nuimages-256x256").first.click()  # the tiny checkpoint this hub has
+    expect(narrow.get_by_label("Checkpoint")).to_have_value(re.compile(r"^nuimages-256x256"), timeout=30_000)
+    assert '"camera"' in layout.input_value()
+    steps = narrow.get_by_label("Steps", exact=True)
+    expect(steps).to_have_value("100")  # the checkpoint's default has arrived: a number typed now stays
+    steps.fill("2")
+    steps.press("Tab")
+    narrow.get_by_role("button", name="Generate", exact=True).click()
+    expect(narrow.locator("#geo-gallery img").first).to_be_visible(timeout=180_000)
+    expect(export).to_be_enabled()
+    export.click()
+    expect(narrow.locator("#geo-export a[href*='geodiffusion_coco.zip']").first).to_be_attached(timeout=60_000)
+    assert narrow.evaluate("document.documentElement.scrollWidth") <= 720
+    narrow.screenshot(path=tmp_path / "geodiffusion-720.png", full_page=True)
+    assert narrow.console_errors == []
