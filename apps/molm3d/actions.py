@@ -218,20 +218,30 @@ def comparison_table(rows: Sequence[Sequence[str]]) -> tuple[tuple[str, ...], tu
 
 
 def table_html(rows: Sequence[Sequence[str]], title: str = "RDKit reference values") -> str:
-    """The comparison table as HTML: names, values and headers never wrap (the table scrolls sideways in a narrow
-    page instead of squeezing a column); only the last column (how the value is computed) wraps, at 16em or more."""
-    headers, body = comparison_table(rows)
+    """The comparison table as HTML: the rows with a value first (RDKit's or the model's); the properties neither has
+    a value for are folded under one line below, each with why. Names, values and headers never wrap (the table
+    scrolls sideways in a narrow page instead of squeezing a column); only the last column (how the value is
+    computed) wraps, anywhere, at 10em or more."""
+    valued = [row for row in rows if row[1] != EMPTY_CELL or row[2]]
+    missing = [row for row in rows if row[1] == EMPTY_CELL and not row[2]]
+    headers, body = comparison_table(valued)
     last = len(headers) - 1
 
     def cell(tag: str, text: str, i: int) -> str:
-        style = "min-width:16em" if i == last else "white-space:nowrap"
+        style = "min-width:10em;overflow-wrap:anywhere" if i == last else "white-space:nowrap"
         return f'<{tag} style="{style};text-align:left;padding:4px 8px">{html.escape(text)}</{tag}>'
 
     head = "".join(cell("th", h, i) for i, h in enumerate(headers))
     lines = "".join("<tr>" + "".join(cell("td", c, i) for i, c in enumerate(row)) + "</tr>" for row in body)
+    folded = ""
+    if missing:
+        names = ", ".join(row[0].split(" (")[0] for row in missing)
+        reasons = "".join(f"<li><strong>{html.escape(row[0])}</strong>: {html.escape(row[4])}</li>" for row in missing)
+        folded = (f'<details class="molm3d-missing"><summary>{len(missing)} more with no RDKit value '
+                  f"({html.escape(names)})</summary><ul>{reasons}</ul></details>")
     return (f'<div class="molm3d-table" style="overflow-x:auto"><table style="border-collapse:collapse;width:100%">'
             f'<caption style="text-align:left;font-weight:600">{html.escape(title)}</caption>'
-            f"<thead><tr>{head}</tr></thead><tbody>{lines}</tbody></table></div>")
+            f"<thead><tr>{head}</tr></thead><tbody>{lines}</tbody></table>{folded}</div>")
 
 
 def page_outputs(view: MoleculeView, answer: MoLM3DOutput | None = None) -> tuple[str, ...]:

@@ -10,6 +10,7 @@ import gradio as gr
 from apps import ui
 from apps.molm3d import actions
 from shared.context import DemoContext
+from shared.errors import log
 
 
 def _inputs(ctx: DemoContext) -> dict[str, gr.components.Component]:
@@ -20,15 +21,14 @@ def _inputs(ctx: DemoContext) -> dict[str, gr.components.Component]:
                        info="Property tasks use the trained instruction; 'Free question' uses yours.")
     question = gr.Textbox(label="Question (for 'Free question')",
                           placeholder="e.g. What is the solubility of this molecule?")
-    with gr.Row():
-        weights = ui.weights_dropdown(ctx)
-        seed = gr.Number(actions.DEFAULT_SEED, precision=0, label="Conformer seed")
-    with gr.Row():
+    weights = ui.weights_dropdown(ctx)  # the full width: the set's state is never cut by the arrow
+    with gr.Row(equal_height=True):
+        seed = gr.Number(actions.DEFAULT_SEED, precision=0, label="Conformer seed", min_width=120)
         show_btn = gr.Button("Show conformer")
-        ask_btn = gr.Button("Ask 3D-MoLM", variant="primary")
-    gr.Examples(actions.EXAMPLES, inputs=[smiles, task])
+    ask_btn = gr.Button("Ask 3D-MoLM", variant="primary")
+    examples = gr.Examples(actions.EXAMPLES, inputs=[smiles, task])
     return {"smiles": smiles, "sdf": sdf, "task": task, "question": question, "weights": weights, "seed": seed,
-            "show_btn": show_btn, "ask_btn": ask_btn}
+            "show_btn": show_btn, "ask_btn": ask_btn, "examples": examples}
 
 
 def _outputs() -> dict[str, gr.components.Component]:
@@ -53,6 +53,7 @@ def build(ctx: DemoContext) -> gr.Blocks:
                 o = _outputs()
         table = gr.HTML()  # actions.table_html: no squeezed columns in a narrow page
         ui.embed_section(ctx.demo, demo)
+        _first_view(o["depiction"], o["viewer"], table, o["info"])
 
         @ui.user_errors
         def show(smiles, sdf, seed):
@@ -69,7 +70,8 @@ def build(ctx: DemoContext) -> gr.Blocks:
 
         shown = [o["depiction"], o["viewer"], table, o["info"]]
         view_inputs = [i["smiles"], i["sdf"], i["seed"]]
-        for trigger in (i["show_btn"].click, i["smiles"].submit, i["sdf"].upload):
+        # an example shows its molecule at once (its SMILES is in the box first)
+        for trigger in (i["show_btn"].click, i["smiles"].submit, i["sdf"].upload, i["examples"].load_input_event.then):
             trigger(show, view_inputs, shown, validator=ui.validator(actions.check_show), api_visibility="private",
                     **ui.work_events(ctx))
         weights = ui.WeightsView(ctx, [i["weights"]], status, actions.WORKS_WITHOUT_WEIGHTS)
@@ -78,8 +80,19 @@ def build(ctx: DemoContext) -> gr.Blocks:
             [*shown, o["answer"]], validator=ui.validator(actions.check_ask), api_visibility="private",
             **ui.model_events(ctx)))
         _api(ctx)
-        demo.load(show, view_inputs, shown, api_visibility="private", **ui.work_events(ctx))
     return demo
+
+
+def _first_view(*shown: gr.components.Component) -> None:
+    """The first example's views, made once when the page is built (no model, no torch; RDKit, well under a second):
+    a visitor's page opens with them drawn, with no spinner and no request."""
+    try:
+        values = actions.page_outputs(actions.show(actions.EXAMPLES[0][0]))
+    except Exception:  # RDKit missing or broken here: the page still builds; Show conformer reports the problem
+        log.warning("could not draw the first 3D-MoLM example at build time", exc_info=True)
+        return
+    for component, value in zip(shown, values, strict=True):
+        component.value = value
 
 
 def _api(ctx: DemoContext) -> None:

@@ -104,10 +104,13 @@ def viewer_html(conf: Conformer) -> str:
 
 VIEWER_JS = """
 function molm3dView() {
+  // One viewer at a time per component: Gradio may patch a new value into the same nodes, so the previous
+  // molecule's timer and listeners stop here (else two molecules would take turns in one picture).
+  if (element.molm3dStop) element.molm3dStop();
   const host = element.querySelector('.molm3d-viewer');
-  if (!host || host.dataset.ready) return;
-  host.dataset.ready = '1';
+  if (!host) return;
   const data = JSON.parse(host.dataset.mol), svg = host.querySelector('svg'), S = __SIZE__;
+  const listening = new AbortController(), on = {signal: listening.signal};
   let ax = __AX__, ay = __AY__, drag = false, spin = true, lx = 0, ly = 0;
   const r = Math.max(1e-6, ...data.atoms.map(a => Math.hypot(...a.xyz))), k = 0.42 * S / r;
   function draw() {
@@ -126,12 +129,13 @@ function molm3dView() {
     svg.innerHTML = out;
   }
   svg.addEventListener('pointerdown', e => { drag = true; spin = false; lx = e.clientX; ly = e.clientY;
-    svg.setPointerCapture(e.pointerId); });
+    svg.setPointerCapture(e.pointerId); }, on);
   svg.addEventListener('pointermove', e => { if (!drag) return; ay += (e.clientX - lx) * 0.01;
-    ax += (e.clientY - ly) * 0.01; lx = e.clientX; ly = e.clientY; draw(); });
-  svg.addEventListener('pointerup', () => { drag = false; });
-  const timer = setInterval(() => { if (!document.body.contains(svg)) return clearInterval(timer);
+    ax += (e.clientY - ly) * 0.01; lx = e.clientX; ly = e.clientY; draw(); }, on);
+  svg.addEventListener('pointerup', () => { drag = false; }, on);
+  const timer = setInterval(() => { if (!document.body.contains(svg)) return element.molm3dStop();
     if (spin) { ay += 0.015; draw(); } }, 50);
+  element.molm3dStop = () => { clearInterval(timer); listening.abort(); element.molm3dStop = null; };
   draw();
 }
 molm3dView();

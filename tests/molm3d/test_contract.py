@@ -298,8 +298,18 @@ def test_comparison_table_has_no_empty_columns_and_does_not_squeeze():
     assert "overflow-x:auto" in after
     for header in headers[:-1]:  # every column but the method keeps one line (the table scrolls instead)
         assert f'<th style="white-space:nowrap;text-align:left;padding:4px 8px">{header}</th>' in after
-    assert '<th style="min-width:16em;text-align:left;padding:4px 8px">Reference method</th>' in after
-    assert after.count("white-space:nowrap") == len(headers[:-1]) * (1 + len(rows))
+    method = '<th style="min-width:10em;overflow-wrap:anywhere;text-align:left;padding:4px 8px">Reference method</th>'
+    assert method in after
+    shown = [row for row in rows if row[1] != "—" or row[2] != "—"]  # rows with a value come first, in the table
+    assert [row[0] for row in shown] == ["Molecular Weight (g/mol)", "LogP", "Topological Polar Surface Area (Å²)"]
+    assert after.count("white-space:nowrap") == len(headers[:-1]) * (1 + len(shown))
+    # the five RDKit cannot compute are folded under one line, each with why
+    folded = after.split('<details class="molm3d-missing">')[1]
+    assert folded.startswith("<summary>5 more with no RDKit value (Complexity, HOMO, LUMO, HOMO-LUMO Gap, SCF "
+                             "Energy)</summary>") and folded.count("<li>") == 5 and "DFT calculation" in folded
+    asked = actions.table_html(actions.table_rows(view, _answer("homo", "-5.20", -5.2)))
+    assert "<td style=\"white-space:nowrap;text-align:left;padding:4px 8px\">HOMO (eV)</td>" in asked.split(
+        "<details")[0], "a property the model answered stays in the table"
 
 
 # -- imports -------------------------------------------------------------------------------------------------------

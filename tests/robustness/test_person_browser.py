@@ -371,3 +371,30 @@ def test_geodiffusion_examples_checkpoint_switch_and_export_at_720px(narrow, tmp
     assert narrow.evaluate("document.documentElement.scrollWidth") <= 720
     narrow.screenshot(path=tmp_path / "geodiffusion-720.png", full_page=True)
     assert narrow.console_errors == []
+
+
+def test_molm3d_opens_drawn_and_an_example_redraws_everything_at_720px(narrow, tmp_path):
+    """The page opens with the first molecule already drawn (no request, no spinner); clicking the caffeine example
+    redraws the 2D and 3D views and the table at once, and the 3D view shows caffeine alone, steadily; the table
+    lists the values RDKit has and folds the rest under one line; nothing is cut at 720 px."""
+    joins = []
+    narrow.on("request", lambda r: "/queue/join" in r.url and joins.append(r.url))
+    narrow.goto(f"{narrow.base}/molm3d")
+    circles = narrow.locator(".molm3d-viewer svg circle")
+    expect(circles).to_have_count(13, timeout=60_000)  # aspirin's heavy atoms
+    assert joins == [], "the first view came with the page"
+    expect(narrow.locator(".molm3d-table tbody tr")).to_have_count(3)
+    expect(narrow.locator(".molm3d-missing summary")).to_have_text(re.compile(r"^5 more with no RDKit value"))
+    table = narrow.locator(".molm3d-table")
+    assert table.evaluate("el => el.scrollWidth <= el.clientWidth + 1"), "the table is cut at 720 px"
+    narrow.get_by_text("CN1C=NC2=C1C(=O)N(C(=O)N2C)C").first.click()
+    expect(circles).to_have_count(14, timeout=30_000)  # caffeine
+    for _ in range(6):  # steadily: the previous molecule's animation does not come back
+        narrow.wait_for_timeout(150)
+        assert circles.count() == 14
+    expect(narrow.get_by_text(re.compile(r"CN1C=NC2=C1C\(=O\)N\(C\(=O\)N2C\)C: 14 heavy atoms"))).to_be_visible()
+    chooser = narrow.get_by_label("Weights")
+    assert chooser.evaluate("el => el.scrollWidth <= el.clientWidth"), "the weights label runs under the arrow"
+    assert narrow.evaluate("document.documentElement.scrollWidth") <= 720
+    narrow.screenshot(path=tmp_path / "molm3d-720.png", full_page=True)
+    assert narrow.console_errors == []
