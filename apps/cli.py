@@ -9,7 +9,6 @@ import importlib.util
 import os
 import platform
 import shutil
-import subprocess
 import sys
 from pathlib import Path
 
@@ -46,10 +45,16 @@ def cmd_serve(args: argparse.Namespace) -> int:
         app = Path(__file__).with_name("streamlit_hub.py")
         # The Streamlit process reads the decided download rule from its environment (apps/streamlit_ui.py).
         env = {**os.environ, "DEMOHUB_DOWNLOADS": "on" if settings.downloads_allowed else "off"}
-        return subprocess.call([sys.executable, "-m", "streamlit", "run", str(app), "--server.address", settings.host,
-                                "--server.port", str(args.port or 8501), "--browser.gatherUsageStats", "false",
-                                "--client.toolbarMode", "minimal",
-                                "--server.maxUploadSize", str(max(1, settings.max_file_size // 1_000_000))], env=env)
+        # This process becomes Streamlit (exec, not a child): SIGTERM from a service manager and Ctrl-C reach the
+        # server itself, and no orphan is left serving after `demohub` is stopped.
+        command = [sys.executable, "-m", "streamlit", "run", str(app), "--server.address", settings.host,
+                   "--server.port", str(args.port or 8501), "--browser.gatherUsageStats", "false",
+                   "--client.toolbarMode", "minimal",
+                   "--server.maxUploadSize", str(max(1, settings.max_file_size // 1_000_000))]
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os.execve(sys.executable, command, env)
+        return 0  # not reached: this process is Streamlit now
     from apps import hub
 
     hub.launch(settings)

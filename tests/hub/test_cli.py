@@ -141,7 +141,7 @@ def test_serve_parser_reads_every_flag():
 
 
 def test_streamlit_with_a_login_is_refused_rather_than_served_without_it(capsys, monkeypatch):
-    monkeypatch.setattr(cli.subprocess, "call", lambda *a, **k: pytest.fail("Streamlit was started"))
+    monkeypatch.setattr(cli.os, "execve", lambda *a, **k: pytest.fail("Streamlit was started"))
     assert cli.main(["serve", "--streamlit", "--auth", "ada:lovelace"]) == 2
     assert cli.STREAMLIT_NO_LOGIN in capsys.readouterr().err
     monkeypatch.setenv("DEMOHUB_AUTH", "ada:lovelace")
@@ -151,7 +151,7 @@ def test_streamlit_with_a_login_is_refused_rather_than_served_without_it(capsys,
 def test_a_public_streamlit_hub_says_which_limits_it_lacks(capsys, monkeypatch):
     started = []
     monkeypatch.delenv("DEMOHUB_AUTH", raising=False)
-    monkeypatch.setattr(cli.subprocess, "call", lambda argv, env: started.append(argv) or 0)
+    monkeypatch.setattr(cli.os, "execve", lambda path, argv, env: started.append(argv))
     assert cli.main(["serve", "--streamlit", "--host", "0.0.0.0"]) == 0
     assert started and cli.STREAMLIT_PUBLIC in capsys.readouterr().err
     assert cli.main(["serve", "--streamlit"]) == 0

@@ -7,9 +7,11 @@ from __future__ import annotations
 
 import fnmatch
 import os
+import signal
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import pytest
 import requests
@@ -140,6 +142,24 @@ def test_streamlit_hub_starts_as_a_command(tmp_path):
         assert health.text == "ok"
         page = requests.get(f"http://127.0.0.1:{port}/", timeout=10)
         assert page.status_code == 200 and "<noscript>" in page.text  # Streamlit's app shell
+        # A service manager's stop: SIGTERM to the process it started. It is Streamlit itself (exec, no child), so
+        # nothing is left serving after it exits.
+        assert "streamlit" in Path(f"/proc/{process.pid}/cmdline").read_bytes().decode(errors="replace")
+        process.send_signal(signal.SIGTERM)
+        assert process.wait(timeout=30) is not None
+        with pytest.raises(requests.ConnectionError):
+            requests.get(f"http://127.0.0.1:{port}/_stcore/health", timeout=2)
+        leftovers = [pid for pid in os.listdir("/proc") if pid.isdigit() and f"--server.port\0{port}\0".encode()
+                     in _cmdline(pid)]
+        assert leftovers == [], f"still running after SIGTERM: {leftovers}"
     finally:
-        process.terminate()
-        process.wait(timeout=30)
+        if process.poll() is None:
+            process.kill()
+            process.wait(timeout=30)
+
+
+def _cmdline(pid: str) -> bytes:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes() + b"\0"
+    except OSError:  # the process ended while we looked
+        return b""
