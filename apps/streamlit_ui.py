@@ -40,3 +40,9 @@ def weights_select(ctx: DemoContext, key: str = "weights") -> str:
 def show_error(error: BaseException) -> None:
     """One readable sentence; the app keeps running."""
     st.error(user_message(error))
+
+
+def progress(text: str):
+    """A progress bar and the ``callback(step, total)`` that moves it (the pipelines' progress contract)."""
+    bar = st.progress(0.0, text=text)
+    return bar, lambda step, total: bar.progress(min(1.0, step / max(1, total)), text=f"{text}: {step}/{total}")

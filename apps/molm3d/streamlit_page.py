@@ -8,7 +8,7 @@ import streamlit.components.v1 as components
 
 from apps.molm3d import actions
 from apps.molm3d.tasks import TASKS
-from apps.streamlit_ui import demo_context, paper_card, show_error, weights_select
+from apps.streamlit_ui import demo_context, paper_card, progress, show_error, weights_select
 
 ctx = demo_context("molm3d")
 paper_card("molm3d")
@@ -30,8 +30,9 @@ try:
     st.markdown(view.info)
     answer = None
     if ask:
-        with st.spinner("Generating the answer (5-beam search)"):
-            answer = actions.answer(ctx, view, task, question, weights_name)
+        bar, step = progress("Generating the answer (5-beam search)")
+        answer = actions.answer(ctx, view, task, question, weights_name, callback=step)
+        bar.empty()
         st.subheader("3D-MoLM")
         st.write(answer.text)
         for note in answer.notes:

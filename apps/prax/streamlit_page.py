@@ -3,7 +3,7 @@
 import streamlit as st
 
 from apps.prax import actions
-from apps.streamlit_ui import demo_context, paper_card, show_error
+from apps.streamlit_ui import demo_context, paper_card, progress, show_error
 
 ctx = demo_context("prax")
 paper_card("prax")
@@ -25,9 +25,11 @@ if st.button("Guess the regex", type="primary"):
         examples = actions.parse_lines(text)
         for name in (literal, pragmatic):  # the same checks as the Gradio page, before any model loads
             actions.check_synthesize(examples, name, actions.SHOWN)
-        with st.spinner("Sampling and checking candidate regexes"):
-            results = [(title, actions.synthesize(ctx, examples, name)) for title, name in
-                       ((f"Literal listener ({literal})", literal), (f"PraX listener ({pragmatic})", pragmatic))]
+        bar, step = progress("Sampling regexes, both listeners")
+        listeners = ((f"Literal listener ({literal})", literal), (f"PraX listener ({pragmatic})", pragmatic))
+        results = [(title, actions.synthesize(ctx, examples, name, callback=lambda s, t, i=i: step(i * t + s, 2 * t)))
+                   for i, (title, name) in enumerate(listeners)]
+        bar.empty()
     except Exception as error:
         show_error(error)
     else:

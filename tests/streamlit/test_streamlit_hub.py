@@ -186,3 +186,18 @@ def test_geodiffusion_page_generates_with_the_tiny_checkpoint(offline, tmp_path,
     assert at.warning and "not on this server" in at.warning[0].value
     assert at.text_area[0].value.startswith('{"bbox": [["truck"')  # a COCO-Stuff example
     default_pool().clear()
+
+
+def test_progress_moves_with_the_pipelines_callback():
+    """The Streamlit pages' progress bar (PraX's two listeners, 3D-MoLM's beam search, Tag2Text) follows
+    ``callback(step, total)``: the bar's value is the fraction done and its text says step/total."""
+    def script():
+        from apps.streamlit_ui import progress
+
+        _, step = progress("Sampling regexes")
+        step(3, 4)
+
+    at = AppTest.from_function(script, default_timeout=60).run()
+    assert not at.exception
+    bar = at.get("progress")[0]
+    assert bar.value == 75 and "3/4" in bar.proto.text
