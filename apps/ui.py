@@ -242,6 +242,9 @@ def weights_notice(ctx: DemoContext, name: str | None = None, works_without: str
     return notice(message, "warning") if message else ""
 
 
+QUIET = ["demohub-quiet"]  # a banner or note that takes no room while empty (CSS below)
+
+
 class WeightsView:
     """Everything a page shows about its chosen weights, from their one state (``DemoContext.weight_state``): each
     selector's labels (loaded / on disk / downloadable, size / not on this server), the banner, and, where visitors
@@ -259,6 +262,11 @@ class WeightsView:
     @property
     def _message_outputs(self) -> list[gr.components.Component]:
         return [self.banner] + ([self.download] if self.download is not None else [])
+
+    @staticmethod
+    def banner(ctx: DemoContext, works_without: str, *names: str) -> gr.HTML:
+        """The banner component for the chosen sets; it takes no room while it has nothing to say."""
+        return gr.HTML(WeightsView.banner_for(ctx, works_without, *names), elem_classes=QUIET)
 
     @staticmethod
     def banner_for(ctx: DemoContext, works_without: str, *names: str) -> str:
@@ -431,6 +439,7 @@ CSS = """
 .dark .demohub-error { background: #3b1111; color: #fecaca; }
 .demohub-notice code { background: transparent; color: inherit; }
 .gradio-container table { display: block; max-width: 100%; overflow-x: auto; }
+.demohub-quiet:not(:has(.demohub-notice, p, li)) { display: none !important; }
 .gradio-container pre, .gradio-container code { white-space: pre-wrap; overflow-wrap: anywhere; }
 """ + EMBED_CSS
 

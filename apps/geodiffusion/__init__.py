@@ -42,7 +42,7 @@ DEMO = Demo(
     page="apps.geodiffusion.page",
     works_without_weights="the layout editor and the prompt the model reads",
     preview="apps.geodiffusion.actions:preview",
-    embed_height=3980,
+    embed_height=2900,
     requirements=("diffusers>=0.30", "transformers>=4.50", "accelerate>=0.30"),
     gpu_dtype="float16",  # Stable Diffusion 1.5 fine-tunes, released and evaluated in fp16
 )

@@ -38,7 +38,7 @@ DEMO = Demo(
     page="apps.molm3d.page",
     works_without_weights="the conformer, its 2D and 3D views and the RDKit table",
     preview="apps.molm3d.actions:preview",
-    embed_height=2460,
+    embed_height=2260,
     requirements=("transformers>=4.50", "rdkit>=2024.3", "sentencepiece>=0.2"),
     cpu_dtype="bfloat16",  # a 7B model in fp32 needs ~28 GB of RAM; bf16 halves it
 )

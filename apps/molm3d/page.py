@@ -45,7 +45,7 @@ def _outputs() -> dict[str, gr.components.Component]:
 def build(ctx: DemoContext) -> gr.Blocks:
     with gr.Blocks(title=ctx.demo.title) as demo:
         ui.paper_card(ctx.demo)
-        status = gr.HTML(ui.weights_notice(ctx, None, actions.WORKS_WITHOUT_WEIGHTS))
+        status = ui.WeightsView.banner(ctx, actions.WORKS_WITHOUT_WEIGHTS, ctx.default_weights())
         with gr.Row():
             with gr.Column(scale=1):
                 i = _inputs(ctx)

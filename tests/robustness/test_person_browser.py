@@ -329,6 +329,7 @@ def test_prax_an_official_listener_missing_here_says_so_once_on_its_own_panel(na
     expect(panel.locator("table")).to_have_count(0)  # no stale guesses under the new title
     banner = narrow.locator(".demohub-notice", has_text="pragmatic-ft-listener")
     expect(banner).to_have_count(1)
+    expect(banner).to_be_visible()  # the quiet banner block shows once it has something to say
     literal = narrow.locator("h4", has_text="Literal listener").locator("xpath=..")
     expect(literal.locator("tbody").nth(1).locator("tr")).to_have_count(2)
     assert narrow.locator(".error:visible").count() == 0
