@@ -264,7 +264,7 @@ class WeightsView:
         return [self.banner] + ([self.download] if self.download is not None else [])
 
     @staticmethod
-    def banner(ctx: DemoContext, works_without: str, *names: str) -> gr.HTML:
+    def new_banner(ctx: DemoContext, works_without: str, *names: str) -> gr.HTML:
         """The banner component for the chosen sets; it takes no room while it has nothing to say."""
         return gr.HTML(WeightsView.banner_for(ctx, works_without, *names), elem_classes=QUIET)
 

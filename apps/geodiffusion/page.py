@@ -93,7 +93,7 @@ def build(ctx: DemoContext) -> gr.Blocks:
     with gr.Blocks(title=ctx.demo.title, analytics_enabled=False) as blocks:
         ui.paper_card(ctx.demo)
         checkpoint = ui.weights_dropdown(ctx, label="Checkpoint")  # the full width: names are never truncated
-        weight_note = ui.WeightsView.banner(ctx, WORKS_WITHOUT_WEIGHTS, first)
+        weight_note = ui.WeightsView.new_banner(ctx, WORKS_WITHOUT_WEIGHTS, first)
         with gr.Row():
             with gr.Column(scale=1):
                 editor, camera, timeofday, weather, layout_json, table, apply_table = _layout_column(start, config)

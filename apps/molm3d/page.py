@@ -45,7 +45,7 @@ def _outputs() -> dict[str, gr.components.Component]:
 def build(ctx: DemoContext) -> gr.Blocks:
     with gr.Blocks(title=ctx.demo.title) as demo:
         ui.paper_card(ctx.demo)
-        status = ui.WeightsView.banner(ctx, actions.WORKS_WITHOUT_WEIGHTS, ctx.default_weights())
+        status = ui.WeightsView.new_banner(ctx, actions.WORKS_WITHOUT_WEIGHTS, ctx.default_weights())
         with gr.Row():
             with gr.Column(scale=1):
                 i = _inputs(ctx)

@@ -61,7 +61,7 @@ def _listeners_section(ctx: DemoContext, w: SimpleNamespace) -> None:
     pragmatic = ctx.default_weights(actions.PRAGMATIC_PREFERENCE)
     w.literal_weights = gr.Dropdown(ctx.weight_choices(), value=literal, label="Literal listener")
     w.pragmatic_weights = gr.Dropdown(ctx.weight_choices(), value=pragmatic, label="Pragmatic listener (PraX)")
-    w.notice = ui.WeightsView.banner(ctx, actions.WORKS_WITHOUT, literal, pragmatic)
+    w.notice = ui.WeightsView.new_banner(ctx, actions.WORKS_WITHOUT, literal, pragmatic)
     w.samples = gr.Slider(10, 500, value=actions.PAGE_SAMPLES, step=10, label="Samples per listener")
     w.estimate = gr.Markdown(elem_classes=ui.QUIET)  # how long the next re-guess takes (actions.run_estimate)
     with gr.Accordion("Precision and speed", open=False):

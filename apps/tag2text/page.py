@@ -44,7 +44,7 @@ def _weights_section(ctx: DemoContext) -> tuple[gr.Dropdown, ui.WeightsView]:
         if ctx.downloads:
             label = ui.WeightsView.download_label(ctx, name)
             download_btn = gr.Button(label or "Download", variant="secondary", scale=0, visible=label is not None)
-    status = ui.WeightsView.banner(ctx, actions.WORKS_WITHOUT_WEIGHTS, name)
+    status = ui.WeightsView.new_banner(ctx, actions.WORKS_WITHOUT_WEIGHTS, name)
     view = ui.WeightsView(ctx, [chooser], status, actions.WORKS_WITHOUT_WEIGHTS, download_btn)
     if download_btn is not None:
         def download(chosen, progress=gr.Progress()):
