@@ -3,6 +3,7 @@
 import functools
 import http.server
 import threading
+import time
 
 import pytest
 from playwright.sync_api import expect
@@ -29,10 +30,16 @@ def test_embedded_demo_renders_in_iframe(page, hub_url, examples_server, demo_id
     frame = page.frame_locator("#demo-frame")
     expect(frame.get_by_text(apps.get_demo(demo_id).title).first).to_be_visible(timeout=60_000)
     expect(frame.locator("nav")).to_be_hidden()  # the embedded view
-    # the frame took the height the page reported (its content's), not the 1400 px it started with
+    # the frame takes the height the page reports (its content's, which changes as thumbnails load), not the 1400 px
+    # it started with
     expect(page.locator("#demo-frame")).not_to_have_attribute("height", "1400", timeout=30_000)
-    reported = int(page.locator("#demo-frame").get_attribute("height"))
-    content = frame.locator("gradio-app").evaluate("app => Math.ceil(app.getBoundingClientRect().bottom)")
-    assert abs(reported - content) <= 2, (reported, content)
+    deadline, heights = time.monotonic() + 20, None
+    while time.monotonic() < deadline:
+        heights = (int(page.locator("#demo-frame").get_attribute("height")),
+                   frame.locator("gradio-app").evaluate("app => Math.ceil(app.getBoundingClientRect().bottom)"))
+        if abs(heights[0] - heights[1]) <= 2:
+            break
+        page.wait_for_timeout(250)
+    assert abs(heights[0] - heights[1]) <= 2, f"the frame's height {heights[0]} does not follow its page {heights[1]}"
     page.screenshot(path=tmp_path / f"embed-{demo_id}.png", full_page=True)
     assert page.console_errors == []
