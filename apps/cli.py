@@ -26,7 +26,7 @@ STREAMLIT_NO_LOGIN = ("demohub: the Streamlit hub has no login of its own, so it
                       "Streamlit hub behind a reverse proxy that asks for the login.")
 STREAMLIT_PUBLIC = ("demohub: warning: the Streamlit hub checks every input and bounds long work as the Gradio hub "
                     "does, but has none of its queue, session, body-size or connection limits; on an address others "
-                    "can reach, put it behind a reverse proxy with limits (README, \"Deploying publicly\").")
+                    "can reach, put it behind a reverse proxy with limits (docs/deploying.md).")
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
@@ -174,8 +174,8 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True)
 
     serve = sub.add_parser("serve", help="start the hub (Gradio, or Streamlit with --streamlit)",
-                           description="Start the hub. Every switch also reads its DEMOHUB_* variable; the README's "
-                                       "'Deploying publicly' section explains each.")
+                           description="Start the hub. Every switch also reads its DEMOHUB_* variable "
+                                       "(docs/deploying.md explains each).")
     serve.add_argument("--streamlit", action="store_true")
     add_arguments(serve, default_port=None)
     serve.set_defaults(func=cmd_serve)

@@ -2,7 +2,7 @@
 its own table, in Debian Chromium against a running hub (bundled PraX weights). No internet: a local static server
 serves examples/ and the npm-installed browser build of the pinned client (tests/js, ``?client=URL``).
 
-The README's in-page snippet ("Use from code and agents", the ```html block) runs the same way."""
+The in-page snippet of docs/api.md (its ```html block) runs the same way."""
 
 from __future__ import annotations
 
@@ -116,7 +116,7 @@ def test_client_example_loads_the_client_from_jsdelivr_by_default():
 
 def test_readme_in_page_snippet(page, hub_url, site):
     folder, url = site
-    text = (REPO_ROOT / "README.md").read_text().split("## Use from code and agents", 1)[1].split("\n## ", 1)[0]
+    text = (REPO_ROOT / "docs" / "api.md").read_text(encoding="utf-8")
     [snippet] = re.findall(r"^```html\n(.*?)^```$", text, flags=re.M | re.S)
     assert snippet.count(CDN_BUILD) == 1 and snippet.count('"https://your-hub.example"') == 1
     snippet = snippet.replace(CDN_BUILD, f"{url}/gradio-client/browser.js").replace("https://your-hub.example", hub_url)

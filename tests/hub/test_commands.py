@@ -16,7 +16,11 @@ def readme_commands() -> list[str]:
 
 
 def test_the_readme_starts_with_the_start_and_the_test_command():
-    start, test = readme_commands()
+    venv, cpu_torch, start, test = readme_commands()
+    assert venv == "python3 -m venv .venv && . .venv/bin/activate"
+    # the CPU build of exactly the torch the stack pins, before the requirements (which would pull the CUDA build)
+    pin = re.search(r"^torch==\S+$", (REPO_ROOT / "constraints.txt").read_text(encoding="utf-8"), re.M).group(0)
+    assert cpu_torch == f"pip install {pin} --extra-index-url https://download.pytorch.org/whl/cpu"
     assert start == "pip install -r requirements.txt -c constraints.txt && demohub serve"
     assert test == "scripts/test"
 
@@ -24,7 +28,7 @@ def test_the_readme_starts_with_the_start_and_the_test_command():
 def test_ci_runs_exactly_the_readme_test_command():
     ci = (REPO_ROOT / ".ci" / "run").read_text(encoding="utf-8")
     commands = [line.strip() for line in ci.splitlines() if line.strip() and not line.lstrip().startswith("#")]
-    assert commands[-1] == f"exec {readme_commands()[1]}"
+    assert commands[-1] == f"exec {readme_commands()[-1]}"
     assert not [c for c in commands if re.search(r"\b(pip|npm|apt-get|venv)\b", c)], "setup belongs in scripts/test"
 
 

@@ -293,17 +293,15 @@ def test_each_mcp_caller_has_its_own_job_limit(mcp_hub, monkeypatch):
 
 
 def test_readme_mcp_snippet(mcp_hub, capsys):
-    """README's Python MCP example, run as written (the hub's address and a login of this hub swapped in)."""
+    """docs/mcp.md's Python example, run as written (the hub's address and a login of this hub swapped in)."""
     from shared.weights import REPO_ROOT
 
-    blocks = re.findall(r"```python\n(.*?)```", (REPO_ROOT / "README.md").read_text(encoding="utf-8"), re.S)
-    snippet = next((b for b in blocks if "streamablehttp_client" in b), None)
-    if snippet is None:
-        pytest.skip("README.md has no MCP snippet yet")
+    blocks = re.findall(r"```python\n(.*?)```", (REPO_ROOT / "docs" / "mcp.md").read_text(encoding="utf-8"), re.S)
+    [snippet] = [b for b in blocks if "streamablehttp_client" in b]
     for written, here in (('"http://127.0.0.1:7860"', repr(mcp_hub.url)), ('b"ada:secret"', 'b"ada:lovelace-2024"')):
         assert written in snippet
         snippet = snippet.replace(written, here)
-    code = compile(snippet, "README.md", "exec")
+    code = compile(snippet, "docs/mcp.md", "exec")
     with concurrent.futures.ThreadPoolExecutor(1) as worker:  # its asyncio.run needs a thread without a running loop
         worker.submit(exec, code, {"__name__": "readme"}).result()
     printed = capsys.readouterr().out.splitlines()

@@ -1,4 +1,4 @@
-"""README "Use from code and agents": every Python (``gradio_client``) and JavaScript (``@gradio/client``) snippet
+"""docs/api.md ("Use from code"): every Python (``gradio_client``) and JavaScript (``@gradio/client``) snippet
 shown there is run, as written, against a running hub (PraX on its bundled weights, the other demos on tiny
 checkpoints in the official layouts), and the values it got are checked.
 
@@ -23,7 +23,7 @@ from shared.weights import REPO_ROOT
 from tests.conftest import tiny_hub_running
 from tests.js.node import NODE_MODULES, RESULT, node, result_of, run_node
 
-SECTION = "## Use from code and agents"
+API_DOC = REPO_ROOT / "docs" / "api.md"
 BASE_URL = "http://127.0.0.1:7860"
 ENDPOINTS = {"/synthesize": "prax", "/suggest": "prax", "/tag_image": "tag2text", "/tag_batch": "tag2text",
              "/generate": "geodiffusion", "/ask": "molm3d", "/catalog": "hub"}
@@ -35,10 +35,7 @@ JS_DUMP = ("\nconsole.log(" + repr(RESULT).replace("'", '"') + " + JSON.stringif
 
 
 def section_text() -> str:
-    text = (REPO_ROOT / "README.md").read_text()
-    assert text.count(SECTION) == 1, f"README.md has no single section {SECTION!r}"
-    body = text.split(SECTION, 1)[1]
-    return body.split("\n## ", 1)[0]
+    return API_DOC.read_text(encoding="utf-8")
 
 
 def snippets(lang: str) -> list[str]:

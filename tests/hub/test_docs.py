@@ -1,0 +1,67 @@
+"""The README is for the person who arrives: short, with a picture of every demo and what runs without the Hugging
+Face Hub as the registry says it; everything else is in docs/, linked from it, and no link points nowhere."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+from PIL import Image
+
+import apps
+from shared.weights import REPO_ROOT
+
+README = REPO_ROOT / "README.md"
+DOCS = sorted((REPO_ROOT / "docs").glob("*.md"))
+LINK = re.compile(r"\]\(([^)\s]+)\)|<img src=\"([^\"]+)\"")
+
+
+def slug(heading: str) -> str:
+    """GitHub's anchor for a heading: lower case, punctuation dropped, spaces as hyphens."""
+    return re.sub(r"[^\w\- ]", "", heading.strip().lower()).replace(" ", "-")
+
+
+def local_links(page: Path) -> list[str]:
+    text = re.sub(r"```.*?```", "", page.read_text(encoding="utf-8"), flags=re.S)  # code is not a link
+    return [a or b for a, b in LINK.findall(text) if not re.match(r"[a-z]+:", a or b)]
+
+
+def test_the_readme_is_short():
+    lines = README.read_text(encoding="utf-8").splitlines()
+    assert len(lines) <= 200, f"README.md has {len(lines)} lines: move operator topics to docs/"
+
+
+@pytest.mark.parametrize("page", [README, *DOCS], ids=lambda p: p.relative_to(REPO_ROOT).as_posix())
+def test_every_link_reaches_a_file_and_its_heading(page):
+    for link in local_links(page):
+        path, _, anchor = link.partition("#")
+        target = (page.parent / path).resolve() if path else page
+        assert target.exists(), f"{page.name} links to {link}, which does not exist"
+        if anchor:
+            headings = re.findall(r"^#+ (.+)$", target.read_text(encoding="utf-8"), re.M)
+            assert anchor in {slug(h) for h in headings}, f"{page.name}: {target.name} has no heading #{anchor}"
+
+
+def test_every_docs_page_is_linked_from_the_readme():
+    linked = {(REPO_ROOT / link.partition("#")[0]).resolve() for link in local_links(README)}
+    assert [p.name for p in DOCS if p.resolve() not in linked] == []
+
+
+@pytest.mark.parametrize("demo", apps.DEMOS, ids=lambda d: d.id)
+def test_the_readme_shows_every_demo(demo):
+    picture = f"docs/screenshots/{demo.id}.png"
+    assert f'<img src="{picture}"' in README.read_text(encoding="utf-8")
+    with Image.open(REPO_ROOT / picture) as shot:  # written by scripts/screenshots
+        assert shot.format == "PNG" and shot.width == 800
+    assert (REPO_ROOT / picture).stat().st_size < 250_000, "keep the clone small: scripts/screenshots quantises"
+
+
+@pytest.mark.parametrize("demo", apps.DEMOS, ids=lambda d: d.id)
+def test_what_runs_without_the_hub_is_what_the_registry_says(demo):
+    """The README's table row of each demo names what its page does with no weights (the hub's card says the same)
+    and the size of every set of official weights it would download."""
+    [row] = [line for line in README.read_text(encoding="utf-8").splitlines() if line.startswith(f"| {demo.name} |")]
+    assert demo.works_without_weights in row
+    for size in {ws.size_text for ws in demo.weight_sets if ws.repo_id}:
+        assert size in row, f"{demo.name}: the README's row does not give the download size {size}"
