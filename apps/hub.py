@@ -26,7 +26,7 @@ from apps import catalog as papers  # noqa: E402
 from apps.settings import ServeSettings, add_arguments, from_args  # noqa: E402
 from apps.ui import look, notice  # noqa: E402
 from shared import weights  # noqa: E402
-from shared.context import DemoContext  # noqa: E402
+from shared.context import DemoContext, import_pipeline_class  # noqa: E402
 from shared.errors import log, report  # noqa: E402
 from shared.pool import ModelPool, default_pool  # noqa: E402
 from shared.ray_pool import RayPool  # noqa: E402
@@ -194,14 +194,16 @@ def launch(settings: ServeSettings | None = None, *, prevent_thread_lock: bool =
 def warm_up(demos: Sequence[Demo] = DEMOS) -> threading.Thread:
     """Import every demo's pipeline module (torch, transformers, diffusers) in a background thread, so the first model
     call after start does not wait for it (12.9 s on a busy 2-core machine). Checks never need it: they live in each
-    demo's torch-free ``checks.py``, so a request is admitted at once even while this runs."""
+    demo's torch-free ``checks.py``, so a request is admitted at once even while this runs. Each import holds the
+    load lock (``shared.context.import_pipeline_class``): a model loading meanwhile waits for one module, never
+    imports beside it."""
 
     def run() -> None:
         start = time.perf_counter()
         preload_torch_libraries()
         for demo in demos:
             try:
-                demo.pipeline_class()
+                import_pipeline_class(demo)
             except Exception:  # its first model call reports the same failure to the visitor, in a sentence
                 log.warning("could not import the %s pipeline ahead of its first call", demo.id, exc_info=True)
         log.info("model code imported in the background in %.1f s", time.perf_counter() - start)

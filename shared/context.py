@@ -14,9 +14,17 @@ from shared.errors import WeightsUnavailable
 from shared.pool import ModelPool, default_pool
 from shared.registry import Demo, WeightSet
 
-# One load at a time in the process: transformers' lazy imports are not thread-safe (two pipelines importing from it
-# at once can fail with ImportError), and loading one model after another bounds the memory peak.
+# One load, or one import of model code, at a time in the process: transformers' lazy imports are not thread-safe
+# (two threads importing from it at once can fail with ImportError: a cold hub's warm-up importing every pipeline
+# module while the first visitor's model loaded did, "cannot import name 'LlamaForCausalLM'"), and loading one model
+# after another bounds the memory peak.
 _LOAD_LOCK = threading.Lock()
+
+
+def import_pipeline_class(demo: Demo) -> type:
+    """The demo's pipeline class, its module (torch, transformers, diffusers) imported under the load lock."""
+    with _LOAD_LOCK:
+        return demo.pipeline_class()
 
 
 def load_pipeline(demo: Demo, ws: WeightSet, folder: Path | None = None) -> Any:

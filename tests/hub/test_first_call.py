@@ -180,3 +180,28 @@ def test_warm_up_imports_the_model_code_after_the_first_answer(tmp_path):
 
 def _maps_torch(pid: int) -> bool:
     return "libtorch_cpu" in Path(f"/proc/{pid}/maps").read_text()
+
+
+LOCKED_WARM_UP = """
+import sys, time
+from apps import get_demo
+from apps.hub import warm_up
+from shared import context
+with context._LOAD_LOCK:  # a visitor's model loading
+    thread = warm_up([get_demo("molm3d")])
+    time.sleep(1.0)
+    imported_meanwhile = "apps.molm3d.pipeline" in sys.modules
+thread.join(120)
+print(imported_meanwhile, "apps.molm3d.pipeline" in sys.modules)
+"""
+
+
+def test_the_warm_up_never_imports_beside_a_loading_model():
+    """transformers' lazy imports are not thread-safe: a cold hub's warm-up importing every pipeline module while the
+    first visitor's 3D-MoLM loaded failed that visitor with "cannot import name 'LlamaForCausalLM'" (found by the
+    cold-hub browser flow). The warm-up waits for a load in progress and imports after it."""
+    env = {**os.environ, "HF_HUB_OFFLINE": "1"}
+    proc = subprocess.run([sys.executable, "-c", LOCKED_WARM_UP], cwd=REPO_ROOT, env=env, capture_output=True,
+                          text=True, timeout=180)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert proc.stdout.split() == ["False", "True"], proc.stdout + proc.stderr[-2000:]

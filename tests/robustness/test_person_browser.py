@@ -1,5 +1,9 @@
 """Each demo page in Debian Chromium, driven as a person would on a hub with tiny official-layout weights:
-fill the inputs, press the button, wait for the output, check it; no console errors; a screenshot per page."""
+fill the inputs, press the button, wait for the output, check it; no console errors; a screenshot per page.
+
+The 1400 px flows (``person``) run twice: on the warm session hub, and as the first visitor of a cold one
+(``demohub serve`` started as a command for that test alone, the page opened as soon as the hub answers: torch
+still importing, no model loaded)."""
 
 from __future__ import annotations
 
@@ -15,8 +19,10 @@ from playwright.sync_api import expect
 import apps
 from apps import ui
 from apps.prax.page import GAME_TITLE
+from tests.commands import start_hub
 from tests.conftest import free_port
 from tests.robustness.cases import make_files
+from tests.robustness.conftest import POOL_BUDGET
 
 pytestmark = pytest.mark.browser
 
@@ -40,14 +46,31 @@ def enter_examples(box, *strings: str) -> None:
         expect(box).to_have_value("", timeout=60_000)
 
 
-@pytest.fixture
-def person(browser, robust_hub):
-    context, page = visitor(browser, robust_hub, 1400, 1800)
-    yield page
-    context.close()
+@pytest.fixture(params=["warm", "cold"])
+def person(request, browser, robust_hub, tiny_root, tmp_path):
+    """A visitor at 1400 px: of the warm session hub, or the first of a hub started for this test alone."""
+    if request.param == "warm":
+        context, page = visitor(browser, robust_hub, 1400, 1800)
+        yield page
+        context.close()
+        return
+    hub = start_hub(tmp_path / "cold-hub", ["--downloads", "off", "--demo-concurrency", "4"],
+                    {"HF_HUB_OFFLINE": "1", "DEMOHUB_CHECKPOINTS": str(tiny_root),
+                     "DEMOHUB_POOL_BYTES": str(POOL_BUDGET)}, free_port(), poll=0.05)
+    context, page = visitor(browser, (hub.url,), 1400, 1800)
+    try:
+        yield page
+    finally:
+        context.close()
+        hub.process.terminate()
+        hub.process.wait(timeout=30)
+    assert "Traceback" not in hub.log, hub.log[-3000:]
 
 
 def test_prax_add_examples_and_read_both_listeners(person, tmp_path):
+    """A + and a − by their buttons, then four strings typed and entered 200 ms apart without waiting for the page
+    (six strings 0.4 s apart once left one in the list on a cold hub): all six listed in order, and both listeners
+    answer for all six."""
     person.goto(f"{person.base}/prax")
     box = person.get_by_label("Example string")
     box.fill("ab1")
@@ -60,11 +83,19 @@ def test_prax_add_examples_and_read_both_listeners(person, tmp_path):
     person.get_by_role("button", name="− should not match").click()
     expect(box).to_have_value("", timeout=60_000)
     expect(person.get_by_text(re.compile(r"^-\s+x$"))).to_be_visible()
+    typed = ["cd2", "ef3", "gh4", "ij5"]
+    for string in typed:
+        box.press_sequentially(string, delay=40)
+        box.press("Enter")
+        person.wait_for_timeout(200)
+    expected = [("+", "ab1"), ("-", "x"), *(("+", s) for s in typed)]
+    labels = person.locator("label", has=person.locator("input[type=checkbox]"))
+    expect(labels).to_have_text([re.compile(rf"^\s*{re.escape(sign)}\s+{s}\s*$") for sign, s in expected], timeout=60_000)
+    rows = r"\s*".join(rf"{s}\s*{re.escape(sign)}.*" for sign, s in expected)
     for title in ("Literal listener", "PraX listener"):
         panel = person.locator("h4", has_text=title).locator("xpath=..")
-        # a row per example (with a ✓/✗ per candidate), or the honest "none fits" sentence
-        expect(panel).to_contain_text(re.compile(r"ab1\s*\+.*x\s*-|consistent with all 2 examples", re.S),
-                                      timeout=120_000)
+        # a row per example, in order (with a ✓/✗ per candidate), or the honest "none fits" sentence
+        expect(panel).to_contain_text(re.compile(rf"{rows}|consistent with all 6 examples", re.S), timeout=120_000)
     person.screenshot(path=tmp_path / "prax.png", full_page=True)
     assert person.console_errors == []
 
