@@ -90,7 +90,8 @@ def test_prax_add_examples_and_read_both_listeners(person, tmp_path):
         person.wait_for_timeout(200)
     expected = [("+", "ab1"), ("-", "x"), *(("+", s) for s in typed)]
     labels = person.locator("label", has=person.locator("input[type=checkbox]"))
-    expect(labels).to_have_text([re.compile(rf"^\s*{re.escape(sign)}\s+{s}\s*$") for sign, s in expected], timeout=60_000)
+    expect(labels).to_have_text([re.compile(rf"^\s*{re.escape(sign)}\s+{s}\s*$") for sign, s in expected],
+                                timeout=60_000)
     rows = r"\s*".join(rf"{s}\s*{re.escape(sign)}.*" for sign, s in expected)
     for title in ("Literal listener", "PraX listener"):
         panel = person.locator("h4", has_text=title).locator("xpath=..")
