@@ -1,9 +1,33 @@
-"""Front ends and demos. ``DEMOS`` is the explicit list; importing it pulls in no heavy library."""
+"""Front ends and demos. Demos are found, not listed: every package ``apps/<id>/`` whose ``__init__`` declares
+``DEMO = Demo(id="<id>", ...)`` is one (``DEMOS``, sorted by id). Importing this pulls in no heavy library: a demo's
+``__init__`` only registers it."""
 
-from apps import geodiffusion, molm3d, prax, tag2text
+from __future__ import annotations
+
+import importlib
+import pkgutil
+from pathlib import Path
+
 from shared.registry import Demo
 
-DEMOS: tuple[Demo, ...] = (geodiffusion.DEMO, molm3d.DEMO, prax.DEMO, tag2text.DEMO)
+
+def discover(folder: Path = Path(__file__).parent, package: str = __name__) -> tuple[Demo, ...]:
+    """The demos declared by the subpackages of ``folder`` (``package``), sorted by id. A package whose ``DEMO``
+    names another id than its folder is a mistake, said at once rather than routed wrongly."""
+    demos = []
+    for info in pkgutil.iter_modules([str(folder)]):
+        if not info.ispkg:
+            continue
+        demo = getattr(importlib.import_module(f"{package}.{info.name}"), "DEMO", None)
+        if isinstance(demo, Demo):
+            if demo.id != info.name:
+                raise ValueError(f"{package}.{info.name} declares DEMO with id {demo.id!r}: a demo's id is its "
+                                 f"folder's name ({info.name!r})")
+            demos.append(demo)
+    return tuple(sorted(demos, key=lambda d: d.id))
+
+
+DEMOS: tuple[Demo, ...] = discover()
 
 
 def get_demo(demo_id: str) -> Demo:

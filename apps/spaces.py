@@ -26,8 +26,10 @@ HUB_SPACE = "hub"
 BASE_REQUIREMENTS = ("torch>=2.4", "numpy>=1.26", "pillow>=10.0", "safetensors>=0.4", "huggingface_hub>=0.34")
 COLOURS = {"geodiffusion": ("green", "blue"), "molm3d": ("purple", "pink"), "prax": ("yellow", "red"),
            "tag2text": ("blue", "indigo"), HUB_SPACE: ("gray", "blue")}
-# Code files that never belong in a Space upload.
-_SKIP = ("__pycache__", ".pyc", "streamlit_hub.py", "streamlit_page.py")
+# Code that never belongs in a Space upload: caches, and the Streamlit front end (apps/streamlit_*.py and each demo's
+# streamlit_page.py; a Space runs the Gradio app).
+def _skipped(rel: str) -> bool:
+    return "__pycache__" in rel or rel.endswith(".pyc") or rel.rpartition("/")[2].startswith("streamlit_")
 
 
 @dataclass(frozen=True)
@@ -225,7 +227,7 @@ def upload_plan(name: str) -> list[tuple[Path, str]]:
     # every top-level module of apps/ (serving, settings, ui, ...); the command line and Streamlit stay home
     code_files = [p for p in sorted((REPO_ROOT / "apps").glob("*.py")) if p.name != "cli.py"]
     code_files.append(REPO_ROOT / "apps" / "catalog.json")
-    for d in DEMOS:  # apps/__init__.py imports every registration module
+    for d in DEMOS:  # every registration, so the Space's hub knows the other demos (and links them)
         code_files.append(REPO_ROOT / "apps" / d.id / "__init__.py")
     for root in code_roots:
         code_files += sorted(p for p in root.rglob("*") if p.is_file())
@@ -234,7 +236,7 @@ def upload_plan(name: str) -> list[tuple[Path, str]]:
     seen: set[str] = set()
     for path in code_files:
         rel = path.relative_to(REPO_ROOT).as_posix()
-        if rel in seen or any(s in rel for s in _SKIP):
+        if rel in seen or _skipped(rel):
             continue
         seen.add(rel)
         plan.append((path, rel))

@@ -122,6 +122,9 @@ def test_deploy_dry_run_lists_files_without_network(monkeypatch):
     assert len(files) == len(set(files))
     hub_files = spaces.deploy("hub", "someone/hub", dry_run=True)
     assert "apps/hub.py" in hub_files
+    # a Space runs the Gradio app: none of the Streamlit front end travels (apps/streamlit_ui.py once did)
+    assert [f for f in files + hub_files if Path(f).name.startswith("streamlit_")] == []
+    assert "apps/ui.py" in files and "apps/tag2text/page.py" in files
 
 
 def test_deploy_dry_run_cli_prints_the_plan(capsys):

@@ -1,4 +1,4 @@
-"""The demo registry: explicit list, light imports, consistent records."""
+"""The demo registry: demos found from their folders, light imports, consistent records."""
 
 import json
 import subprocess
@@ -8,7 +8,7 @@ import pytest
 
 import apps
 from shared.errors import UserInputError
-from shared.registry import human_bytes
+from shared.registry import Demo, Paper, human_bytes
 
 
 def test_importing_apps_pulls_no_heavy_library():
@@ -51,3 +51,24 @@ def test_checkpoints_readme_lists_every_weight_set():
     for demo in apps.DEMOS:
         for ws in demo.weight_sets:
             assert f"| {demo.id} | `{ws.name}` |" in text, f"{demo.id}/{ws.name} missing from checkpoints/README.md"
+
+
+def test_a_demo_is_found_from_its_folder_alone(tmp_path, monkeypatch):
+    """A new demo is a folder with a DEMO declaration: no list to edit. Non-demo packages are passed over, and a DEMO
+    whose id is not its folder's name is refused with a sentence."""
+    root = tmp_path / "demos_here"
+    for name, body in (("zeta", 'DEMO = make("zeta")'), ("alpha", 'DEMO = make("alpha")'), ("assets", "X = 1")):
+        (root / name).mkdir(parents=True)
+        (root / name / "__init__.py").write_text(f"from tests.shared.test_registry import make\n{body}\n")
+    (root / "__init__.py").write_text("")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    assert [d.id for d in apps.discover(root, "demos_here")] == ["alpha", "zeta"]
+    (root / "alpha" / "__init__.py").write_text('from tests.shared.test_registry import make\nDEMO = make("beta")\n')
+    monkeypatch.delitem(sys.modules, "demos_here.alpha")
+    with pytest.raises(ValueError, match="a demo's id is its folder's name"):
+        apps.discover(root, "demos_here")
+
+
+def make(demo_id: str) -> Demo:
+    return Demo(id=demo_id, title=demo_id.title(), tagline="", summary="A demo.", paper=Paper("t", "a", "0000.00000"),
+                weight_sets=(), pipeline=f"apps.{demo_id}.pipeline:P", page=f"apps.{demo_id}.page")
