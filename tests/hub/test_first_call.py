@@ -89,9 +89,9 @@ def test_every_check_runs_without_torch():
     assert result["imported"] == [], f"a check imported {result['imported']}: the first call would wait for it"
 
 
-def timed_join(url: str, fn_index: int) -> float:
+def timed_join(url: str, fn_index: int, weights: str = "tiny-literal") -> float:
     """One honest ``/synthesize`` through ``queue/join`` (as gradio_client sends it): seconds until its answer."""
-    body = {"data": [EXAMPLES, "tiny-literal", 3], "fn_index": fn_index,
+    body = {"data": [EXAMPLES, weights, 3], "fn_index": fn_index,
             "session_hash": f"join{time.monotonic_ns()}", "event_data": None, "trigger_id": None}
     with httpx.Client(timeout=60) as client:  # made before the clock starts: its TLS setup alone takes ~50 ms
         start = time.perf_counter()
@@ -107,7 +107,7 @@ def gradio_client_call(url: str) -> dict:
     return Client(url, verbose=False).predict(EXAMPLES, "tiny-pragmatic", 3, api_name="/synthesize")
 
 
-def mcp_tool_call(url: str) -> dict:
+def mcp_tool_call(url: str, weights: str = "tiny-literal") -> dict:
     from mcp import ClientSession
     from mcp.client.streamable_http import streamablehttp_client
 
@@ -115,7 +115,7 @@ def mcp_tool_call(url: str) -> dict:
         async with streamablehttp_client(f"{url}/gradio_api/mcp/") as (read, write, _), \
                 ClientSession(read, write) as session:
             await session.initialize()
-            result = await session.call_tool("synthesize", {"examples": EXAMPLES, "weights": "tiny-literal", "k": 3})
+            result = await session.call_tool("synthesize", {"examples": EXAMPLES, "weights": weights, "k": 3})
             assert not result.isError, result.content
             return json.loads(result.content[0].text)
 

@@ -7,14 +7,19 @@ from __future__ import annotations
 import json
 import signal
 import time
+from concurrent.futures import ThreadPoolExecutor
 
+import httpx
 import numpy as np
 import psutil
 import pytest
 from PIL import Image
 
-from tests.commands import start_hub
+from apps.serving import OPERATOR_PATH
+from tests.commands import busy_cores, start_hub
 from tests.conftest import free_port, tiny_hub_running
+from tests.hub.test_first_call import FIRST_JOIN_SECONDS, assert_answers, gradio_client_call, mcp_tool_call, timed_join
+from tests.security import raw
 
 SERVE_CONFIG = """
 defaults:
@@ -78,6 +83,41 @@ def predict(url: str, call: dict):
         return client.predict(**call)
     finally:
         client.close()
+
+
+def wait_until_running(hub, application: str, limit_s: float) -> float:
+    """Seconds until Serve reports ``application`` RUNNING, read as ``demohub stats`` reads it (the operator file)."""
+    info = json.loads((hub.root / "state" / f"hub-{hub.url.rsplit(':', 1)[1]}.json").read_text())
+    start = time.monotonic()
+    while time.monotonic() - start < limit_s:
+        reply = httpx.get(info["url"] + OPERATOR_PATH, headers={"Authorization": f"Bearer {info['token']}"},
+                          timeout=10)
+        if reply.json().get("applications", {}).get(application) == "RUNNING":
+            return time.monotonic() - start
+        time.sleep(0.5)
+    raise AssertionError(f"{application} was not running after {limit_s:.0f} s: {reply.json()}")
+
+
+def test_first_calls_on_busy_cores_once_serve_is_up(ray_hub):
+    """The first call after start, with --ray (issue #24): once Serve reports PraX's replica running (starting
+    replicas is Ray's own work: minutes on two busy cores, so it is waited for on idle ones and printed), every core
+    is made busy and the hub's first calls come at once: the first queue/join answers in under a second, and 8
+    gradio_client calls with default settings and an MCP tool call are all answered. First in this module: no call
+    has reached the hub before it."""
+    ready = wait_until_running(ray_hub, "demohub-prax-tiny-pragmatic", 300)
+    with busy_cores():
+        synthesize = raw.fn_index(httpx.get(f"{ray_hub.url}/config", timeout=60).json(), "synthesize")
+        first_join = timed_join(ray_hub.url, synthesize, "tiny-pragmatic")
+        with ThreadPoolExecutor(max_workers=10) as pool:
+            clients = [pool.submit(gradio_client_call, ray_hub.url) for _ in range(8)]
+            mcp = pool.submit(mcp_tool_call, ray_hub.url, "tiny-pragmatic")
+            answers = [c.result(timeout=300) for c in clients] + [mcp.result(timeout=300)]
+    print(f"--ray: PraX's replica running {ready:.1f} s after the first 200; first queue/join on busy cores "
+          f"{first_join:.2f} s")
+    for answer in answers:
+        assert_answers(answer, "tiny-pragmatic")
+    assert first_join < FIRST_JOIN_SECONDS, first_join
+    assert "Traceback" not in ray_hub.log, ray_hub.log[-3000:]
 
 
 @pytest.mark.parametrize("name", ["synthesize", "suggest", "tag_image", "tag_batch", "ask", "generate"])
