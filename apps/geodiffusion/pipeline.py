@@ -96,11 +96,6 @@ class GeoDiffusionPipeline(Pipeline):
         sd.to(device)
         return cls(sd, tokenizer, config, device, dtype)
 
-    @property
-    def scheduler_name(self) -> str:
-        """The default sampler's scheduler class (the checkpoint's own)."""
-        return type(self.sd.scheduler).__name__
-
     def encode_ids(self, prompts: list[str]) -> torch.Tensor:
         return self.tokenizer(prompts)  # (B, 77) int64: BOS, words and <lN> ids, EOS, EOS padding
 

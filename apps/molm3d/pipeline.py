@@ -94,11 +94,9 @@ class MoLM3DPipeline(Pipeline):
 
     output_class = MoLM3DOutput
 
-    def __init__(self, encoder, llm, tokenizer, device: str = "cpu", dtype: torch.dtype = torch.float32,
-                 unused_unimol_keys: list[str] | None = None):
+    def __init__(self, encoder, llm, tokenizer, device: str = "cpu", dtype: torch.dtype = torch.float32):
         self.encoder, self.llm, self.tokenizer = encoder, llm, tokenizer  # MolQFormer, LlamaForCausalLM, MoLMTokenizer
         self.device, self.dtype = device, dtype
-        self.unused_unimol_keys = unused_unimol_keys or []
 
     @classmethod
     def from_pretrained(cls, path: str | Path, *, device: str = "cpu", dtype: torch.dtype = torch.float32,
@@ -115,7 +113,7 @@ class MoLM3DPipeline(Pipeline):
             if not (path / rel).is_file():
                 raise CheckpointError(f"The 3D-MoLM weights folder is incomplete: {rel} is missing. "
                                       "Run `demohub download molm3d` to fetch the official files.")
-        unimol, unused = load_unimol(path / UNIMOL_FILE)
+        unimol, _ = load_unimol(path / UNIMOL_FILE)  # and the keys it skips (pretraining heads)
         sd = load_checkpoint(path / GENERALIST_FILE)
         lora = {k[len("llm_model."):]: v for k, v in sd.items() if k.startswith("llm_model.")}
         rest = {k: v.float() for k, v in sd.items() if not k.startswith("llm_model.")}
@@ -131,7 +129,7 @@ class MoLM3DPipeline(Pipeline):
         if llm.config.hidden_size != encoder.llm_proj.out_features:
             raise ValueError(f"llm_proj gives {encoder.llm_proj.out_features} features, the LLM takes "
                              f"{llm.config.hidden_size}")
-        return cls(encoder.to(device).eval(), llm, tokenizer, device, dtype, unused)
+        return cls(encoder.to(device).eval(), llm, tokenizer, device, dtype)
 
     check_inputs = staticmethod(checks.check_inputs)  # torch-free: apps/molm3d/checks.py
 

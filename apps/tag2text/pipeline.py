@@ -1,8 +1,9 @@
 """Tag2Text inference: images -> tags with scores + a caption guided by those tags (or by the user's own tags).
 
-UI-free; the page, the CLI and the tests call this. Fixes relative to the official code: the threshold is
-honoured per call (upstream's setter is ignored), each image in a batch gets its own caption (upstream gives
-every image image 0's caption under transformers >= 4.28), and decoding uses a KV cache.
+UI-free; the pages' actions (Gradio and Streamlit), Ray replicas, the benchmarks and the tests call this. Fixes
+relative to the official code: the threshold is honoured per call (upstream's setter is ignored), each image in a
+batch gets its own caption (upstream gives every image image 0's caption under transformers >= 4.28), and decoding
+uses a KV cache.
 
 One call, one output: ``pipe(images, threshold, user_tags)`` takes one image or a list of them (image files, zip
 archives of images, encoded bytes, PIL images or arrays) and returns one ``Tag2TextOutput``: ``results`` holds one

@@ -27,8 +27,8 @@ def pixels(out):
 
 def test_loads_official_layout_with_checkpoint_defaults(coco_pipeline, nuimages_pipeline):
     assert coco_pipeline.sd.text_encoder.config.vocab_size == 49408 + 16
-    assert coco_pipeline.scheduler_name == "DPMSolverMultistepScheduler"  # COCO-Stuff: DPM-Solver++
-    assert nuimages_pipeline.scheduler_name == "PNDMScheduler"  # nuImages keeps the released PNDM
+    assert type(coco_pipeline.sd.scheduler).__name__ == "DPMSolverMultistepScheduler"  # COCO-Stuff: DPM-Solver++
+    assert type(nuimages_pipeline.sd.scheduler).__name__ == "PNDMScheduler"  # nuImages keeps the released PNDM
     assert nuimages_pipeline.sd.scheduler.config.skip_prk_steps is True
     assert (coco_pipeline.config.cfg_scale, coco_pipeline.config.num_inference_steps) == (4.0, 50)
     assert (nuimages_pipeline.config.cfg_scale, nuimages_pipeline.config.num_inference_steps) == (5.0, 100)

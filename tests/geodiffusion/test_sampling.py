@@ -70,7 +70,7 @@ def test_nuimages_samplers_differ_and_fast_leaves_the_official_one_as_it_was(nui
     after = nuimages_pipeline(NU_LAYOUT, seed=5, num_inference_steps=3)
     assert not np.array_equal(before, fast)  # PNDM and DPM-Solver++ take different paths from the same noise
     assert np.array_equal(before, pixels(after)) and after.scheduler == "PNDMScheduler"
-    assert nuimages_pipeline.scheduler_name == "PNDMScheduler"
+    assert type(nuimages_pipeline.sd.scheduler).__name__ == "PNDMScheduler"
 
 
 def test_default_steps_follow_the_sampler_and_progress_counts_unet_evaluations(nuimages_pipeline):

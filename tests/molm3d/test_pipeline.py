@@ -11,9 +11,9 @@ from transformers import RepetitionPenaltyLogitsProcessor
 
 from apps.molm3d import DEMO
 from apps.molm3d.conformer import featurize
-from apps.molm3d.pipeline import MoLM3DOutput, MoLM3DPipeline
+from apps.molm3d.pipeline import UNIMOL_FILE, MoLM3DOutput, MoLM3DPipeline
 from apps.molm3d.tasks import MAX_DESCRIPTION_INSTRUCTION, parse_number
-from apps.molm3d.unimol import UNUSED_PREFIXES
+from apps.molm3d.unimol import UNUSED_PREFIXES, load_unimol
 from shared import weights
 from shared.context import DemoContext
 from shared.errors import UserInputError, WeightsUnavailable
@@ -23,8 +23,9 @@ ASPIRIN, CAFFEINE = "CC(=O)Oc1ccccc1C(=O)O", "CN1C=NC2=C1C(=O)N(C(=O)N2C)C"
 FAST = {"num_beams": 1, "max_new_tokens": 6, "min_new_tokens": 0}
 
 
-def test_loader_reports_unused_unimol_keys(tiny_pipe):
-    assert {k.rsplit(".", 2)[0] + "." for k in tiny_pipe.unused_unimol_keys} == set(UNUSED_PREFIXES)
+def test_loader_reports_unused_unimol_keys(tiny_pipe, tiny_snapshot):
+    _, unused = load_unimol(tiny_snapshot / UNIMOL_FILE)
+    assert {k.rsplit(".", 2)[0] + "." for k in unused} == set(UNUSED_PREFIXES)
     assert tiny_pipe.llm.get_input_embeddings().weight.shape[0] == len(tiny_pipe.tokenizer)
 
 
