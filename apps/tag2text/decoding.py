@@ -65,16 +65,9 @@ def beam_search(
     rows_total = batch * num_beams
     ids = torch.tensor(prompt_ids, device=device).expand(rows_total, -1).clone()
     logits = past = step = None
-    if use_cache:  # cross-attention keys/values depend only on the tag encoding: project them once
-        per_image = decoder.cross_key_values(encoder_states)
-        cross_kv = [(k.repeat_interleave(num_beams, 0), v.repeat_interleave(num_beams, 0)) for k, v in per_image]
+    if use_cache:
+        logits, past, step, cross_kv = _prefill(decoder, encoder_states, ids, num_beams, max_length)
         beam_states = None
-        # every beam of an image starts from the same prompt: run it once per image, then give each beam a copy
-        # of its keys/values (in a cache preallocated for the whole caption, written in place at each step)
-        prompt_cache = decoder.new_cache(batch, max_length, encoder_states)
-        logits, _ = decoder(ids[::num_beams], per_image, prompt_cache)
-        logits, past = logits.repeat_interleave(num_beams, 0), prompt_cache.repeat_rows(num_beams)
-        step = decoder.caption_step()  # one token per row from now on
     else:
         cross_kv, beam_states = None, encoder_states.repeat_interleave(num_beams, 0)
     beam_scores = torch.zeros(batch, num_beams, device=device)
@@ -98,27 +91,9 @@ def beam_search(
         scores = (logprobs + beam_scores[:, None]).view(batch, num_beams * vocab)
         top_scores, top_idx = scores.topk(2 * num_beams, dim=1)
         top_tokens, top_beams = (top_idx % vocab).tolist(), (top_idx // vocab).tolist()
-        top_list = top_scores.tolist()
-        next_scores = [0.0] * rows_total
-        next_tokens = [pad_token_id] * rows_total
-        next_rows = [row - row % num_beams for row in range(rows_total)]  # finished images: any row of their own
-        generated = cur_len + 1 - prompt_len
-        for b in range(batch):
-            if done[b]:
-                continue
-            kept = 0
-            for rank in range(2 * num_beams):
-                token, row, score = top_tokens[b][rank], b * num_beams + top_beams[b][rank], top_list[b][rank]
-                if token == eos_token_id:
-                    if rank < num_beams:  # an [SEP] outside the top beams is not a finished caption
-                        hyps[b].add(ids[row].tolist(), score / generated)
-                else:
-                    slot = b * num_beams + kept
-                    next_scores[slot], next_tokens[slot], next_rows[slot] = score, token, row
-                    kept += 1
-                if kept == num_beams:
-                    break
-            done[b] = hyps[b].is_done(max(top_list[b]), generated)
+        next_scores, next_tokens, next_rows = _choose(
+            ids, hyps, done, top_tokens, top_beams, top_scores.tolist(), generated=cur_len + 1 - prompt_len,
+            eos_token_id=eos_token_id, pad_token_id=pad_token_id)
         rows = torch.tensor(next_rows, device=device)
         beam_scores = torch.tensor(next_scores, device=device)
         ids = torch.cat([ids[rows], torch.tensor(next_tokens, device=device).view(-1, 1)], dim=1)
@@ -133,3 +108,47 @@ def beam_search(
             for row in range(b * num_beams, (b + 1) * num_beams):
                 hyps[b].add(ids[row].tolist(), beam_scores[row].item() / (ids.shape[1] - prompt_len))
     return [h.best() for h in hyps]
+
+
+def _prefill(decoder: BertLMHeadModel, encoder_states: torch.Tensor, ids: torch.Tensor, num_beams: int,
+             max_length: int) -> tuple:
+    """The cached start: the prompt's logits for every beam, the cache they continue from, the one-token step and
+    the cross-attention keys/values of every beam. Cross-attention keys/values depend only on the tag encoding, so
+    they are projected once; every beam of an image starts from the same prompt, so the prompt runs once per image
+    and each beam gets a copy of its keys/values (in a cache preallocated for the whole caption, written in place
+    at each step)."""
+    per_image = decoder.cross_key_values(encoder_states)
+    cross_kv = [(k.repeat_interleave(num_beams, 0), v.repeat_interleave(num_beams, 0)) for k, v in per_image]
+    prompt_cache = decoder.new_cache(encoder_states.shape[0], max_length, encoder_states)
+    logits, _ = decoder(ids[::num_beams], per_image, prompt_cache)
+    return (logits.repeat_interleave(num_beams, 0), prompt_cache.repeat_rows(num_beams), decoder.caption_step(),
+            cross_kv)
+
+
+def _choose(ids: torch.Tensor, hyps: list[_Hypotheses], done: list[bool], top_tokens: list[list[int]],
+            top_beams: list[list[int]], top_scores: list[list[float]], *, generated: int, eos_token_id: int,
+            pad_token_id: int) -> tuple[list[float], list[int], list[int]]:
+    """One step's choice for every image still decoding, from its 2 × num_beams best continuations: an [SEP] among
+    the top num_beams finishes a caption (kept in ``hyps``); the others fill the image's beams. Marks images whose
+    captions can no longer improve as ``done``; returns each row's score, next token and the row it continues."""
+    batch, num_beams = len(hyps), ids.shape[0] // len(hyps)
+    rows_total = batch * num_beams
+    next_scores, next_tokens = [0.0] * rows_total, [pad_token_id] * rows_total
+    next_rows = [row - row % num_beams for row in range(rows_total)]  # finished images: any row of their own
+    for b in range(batch):
+        if done[b]:
+            continue
+        kept = 0
+        for rank in range(2 * num_beams):
+            token, row, score = top_tokens[b][rank], b * num_beams + top_beams[b][rank], top_scores[b][rank]
+            if token == eos_token_id:
+                if rank < num_beams:  # an [SEP] outside the top beams is not a finished caption
+                    hyps[b].add(ids[row].tolist(), score / generated)
+            else:
+                slot = b * num_beams + kept
+                next_scores[slot], next_tokens[slot], next_rows[slot] = score, token, row
+                kept += 1
+            if kept == num_beams:
+                break
+        done[b] = hyps[b].is_done(max(top_scores[b]), generated)
+    return next_scores, next_tokens, next_rows
