@@ -10,6 +10,7 @@ from __future__ import annotations
 import html
 import json
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Literal
 
 import gradio as gr
@@ -90,90 +91,106 @@ def build(ctx: DemoContext) -> gr.Blocks:
     page = GeoDiffusionPage(ctx)
     first = ctx.default_weights()
     config, start = page.config(first), page.start_layout(first)
+    w = SimpleNamespace()
     with gr.Blocks(title=ctx.demo.title, analytics_enabled=False) as blocks:
         ui.paper_card(ctx.demo)
-        checkpoint = ui.weights_dropdown(ctx, label="Checkpoint")  # the full width: names are never truncated
-        weight_note = ui.WeightsView.new_banner(ctx, WORKS_WITHOUT_WEIGHTS, first)
+        w.checkpoint = ui.weights_dropdown(ctx, label="Checkpoint")  # the full width: names are never truncated
+        w.weight_note = ui.WeightsView.new_banner(ctx, WORKS_WITHOUT_WEIGHTS, first)
         with gr.Row():
             with gr.Column(scale=1):
-                editor, camera, timeofday, weather, layout_json, table, apply_table = _layout_column(start, config)
+                (w.editor, w.camera, w.timeofday, w.weather, w.layout_json, w.table,
+                 w.apply_table) = _layout_column(start, config)
             with gr.Column(scale=1):
-                seed, steps, cfg, sampler, num_images, use_es, es_factor = _settings(config)
-                run = gr.Button("Generate", variant="primary")
-                show_boxes = gr.Checkbox(True, label="Draw layout boxes over the images")
-                gallery = gr.Gallery(label="Generated images", columns=2, height="auto", format="png",
-                                     elem_id="geo-gallery", visible=False)  # shown with the first images
-                prompt = gr.Textbox(page.preview_prompt(start, first), label="Prompt the model reads",
-                                    interactive=False, elem_id="geo-prompt")
-                notes = gr.Markdown(page.budget_note(start, first))
-                export = gr.Button("Export as COCO dataset", interactive=False)  # until there are images
-                export_file = gr.File(label="COCO detection dataset (images + annotations/instances.json)",
-                                      elem_id="geo-export", visible=False)
-        n_state, es_state, result = gr.State(1), gr.State(None), gr.State(None)
-        _examples(layout_json, checkpoint)
+                w.seed, w.steps, w.cfg, w.sampler, w.num_images, w.use_es, w.es_factor = _settings(config)
+                w.run = gr.Button("Generate", variant="primary")
+                w.show_boxes = gr.Checkbox(True, label="Draw layout boxes over the images")
+                w.gallery = gr.Gallery(label="Generated images", columns=2, height="auto", format="png",
+                                       elem_id="geo-gallery", visible=False)  # shown with the first images
+                w.prompt = gr.Textbox(page.preview_prompt(start, first), label="Prompt the model reads",
+                                      interactive=False, elem_id="geo-prompt")
+                w.notes = gr.Markdown(page.budget_note(start, first))
+                w.export = gr.Button("Export as COCO dataset", interactive=False)  # until there are images
+                w.export_file = gr.File(label="COCO detection dataset (images + annotations/instances.json)",
+                                        elem_id="geo-export", visible=False)
+        w.n_state, w.es_state, w.result = gr.State(1), gr.State(None), gr.State(None)
+        _examples(w.layout_json, w.checkpoint)
         ui.embed_section(ctx.demo, blocks)
-
-        def on_checkpoint(name, text, sampler_):
-            cfg_ = page.config(name)
-            text = actions.layout_for_checkpoint(text, cfg_)
-            return (text, actions.editor_value(text, cfg_.classes), gr.update(visible=cfg_.uses_camera),
-                    gr.update(visible=cfg_.uses_time_weather), gr.update(visible=cfg_.uses_time_weather),
-                    gr.update(value=cfg_.default_steps(sampler_)), gr.update(value=cfg_.cfg_scale),
-                    gr.update(choices=actions.sampler_choices(cfg_), info=actions.sampler_info(cfg_)),
-                    page.preview_prompt(text, name), page.budget_note(text, name))
-
-        def show_images(result_, boxes):
-            """The gallery appears with the first images, and export becomes possible once there are some."""
-            return (gr.update(value=actions.gallery_items(result_, boxes), visible=result_ is not None),
-                    gr.update(interactive=result_ is not None))
-
-        def on_sampler(sampler_, n_steps, name):
-            return actions.steps_for_sampler(sampler_, n_steps, page.config(name))
-
-        def on_layout(text, name):
-            fields = actions.layout_fields(text)
-            return (actions.editor_value(text, page.config(name).classes), actions.table_from_layout(text),
-                    page.preview_prompt(text, name), *(gr.update(value=fields[k]) if k in fields else gr.update()
-                                                      for k, _ in actions.LAYOUT_FIELDS), page.budget_note(text, name))
-
-        @ui.model_call
-        def generate_on_page(layout_json, checkpoint, seed, steps, cfg, num_images=1, epsilon_scaling=None,
-                             sampler="default", progress=gr.Progress()):
-            progress(0, desc="Loading the checkpoint")
-            out = page.generate(layout_json, checkpoint, seed, steps, cfg, num_images, epsilon_scaling, sampler,
-                                callback=lambda i, n: progress((i, n), desc="Denoising", unit="steps"),
-                                on_download=ui.download_progress(progress))
-            return out.prompt, actions.summary(out), page.result(out, checkpoint)
-
-        @ui.user_errors
-        def export_dataset(result):
-            return gr.update(value=str(actions.export_dataset(result, lambda: ui.output_folder("geodiffusion-coco"))),
-                             visible=True)
-
-        checkpoint.change(on_checkpoint, [checkpoint, layout_json, sampler],
-                          [layout_json, editor, camera, timeofday, weather, steps, cfg, sampler, prompt, notes],
-                          **PRIVATE)
-        sampler.input(on_sampler, [sampler, steps, checkpoint], steps, **PRIVATE)
-        layout_json.change(on_layout, [layout_json, checkpoint],
-                           [editor, table, prompt, camera, timeofday, weather, notes], **PRIVATE)
-        editor.input(actions.layout_from_editor, [editor, layout_json], layout_json, **PRIVATE)
-        apply_table.click(ui.user_errors(actions.layout_from_table), [table, layout_json], layout_json, **PRIVATE)
-        for control, key in ((camera, "camera"), (timeofday, "timeofday"), (weather, "weather")):
-            control.input(lambda t, v, key=key: actions.set_layout_field(t, key, v), [layout_json, control],
-                          layout_json, **PRIVATE)
-        num_images.change(int, num_images, n_state, **PRIVATE)
-        gr.on([use_es.change, es_factor.change], lambda on, lam: float(lam) if on else None, [use_es, es_factor],
-              es_state, **PRIVATE)
-        use_es.change(lambda on: gr.update(visible=on), use_es, es_factor, **PRIVATE)
-        generated = run.click(generate_on_page, [layout_json, checkpoint, seed, steps, cfg, n_state, es_state,
-                                                 sampler], [prompt, notes, result], api_name="generate_on_page",
-                              validator=ui.validator(page.check_generate), **PRIVATE, **ui.model_events(ctx))
-        generated.success(show_images, [result, show_boxes], [gallery, export], **PRIVATE)
-        ui.WeightsView(ctx, [checkpoint], weight_note, WORKS_WITHOUT_WEIGHTS).follow(generated)
-        show_boxes.change(actions.gallery_items, [result, show_boxes], gallery, **PRIVATE)
-        export.click(export_dataset, result, export_file, **PRIVATE)
+        _wire_layout(page, w)
+        _wire_generation(ctx, page, w)
         _api(ctx, page)
     return blocks
+
+
+def _wire_layout(page: GeoDiffusionPage, w: SimpleNamespace) -> None:
+    """The layout JSON is the one source of truth: the checkpoint, the canvas, the table and the camera/time/weather
+    controls write it, and every change of it redraws the others, the prompt and the budget note."""
+
+    def on_checkpoint(name, text, sampler_):
+        cfg_ = page.config(name)
+        text = actions.layout_for_checkpoint(text, cfg_)
+        return (text, actions.editor_value(text, cfg_.classes), gr.update(visible=cfg_.uses_camera),
+                gr.update(visible=cfg_.uses_time_weather), gr.update(visible=cfg_.uses_time_weather),
+                gr.update(value=cfg_.default_steps(sampler_)), gr.update(value=cfg_.cfg_scale),
+                gr.update(choices=actions.sampler_choices(cfg_), info=actions.sampler_info(cfg_)),
+                page.preview_prompt(text, name), page.budget_note(text, name))
+
+    def on_sampler(sampler_, n_steps, name):
+        return actions.steps_for_sampler(sampler_, n_steps, page.config(name))
+
+    def on_layout(text, name):
+        fields = actions.layout_fields(text)
+        return (actions.editor_value(text, page.config(name).classes), actions.table_from_layout(text),
+                page.preview_prompt(text, name), *(gr.update(value=fields[k]) if k in fields else gr.update()
+                                                  for k, _ in actions.LAYOUT_FIELDS), page.budget_note(text, name))
+
+    w.checkpoint.change(on_checkpoint, [w.checkpoint, w.layout_json, w.sampler],
+                        [w.layout_json, w.editor, w.camera, w.timeofday, w.weather, w.steps, w.cfg, w.sampler,
+                         w.prompt, w.notes], **PRIVATE)
+    w.sampler.input(on_sampler, [w.sampler, w.steps, w.checkpoint], w.steps, **PRIVATE)
+    w.layout_json.change(on_layout, [w.layout_json, w.checkpoint],
+                         [w.editor, w.table, w.prompt, w.camera, w.timeofday, w.weather, w.notes], **PRIVATE)
+    w.editor.input(actions.layout_from_editor, [w.editor, w.layout_json], w.layout_json, **PRIVATE)
+    w.apply_table.click(ui.user_errors(actions.layout_from_table), [w.table, w.layout_json], w.layout_json, **PRIVATE)
+    for control, key in ((w.camera, "camera"), (w.timeofday, "timeofday"), (w.weather, "weather")):
+        control.input(lambda t, v, key=key: actions.set_layout_field(t, key, v), [w.layout_json, control],
+                      w.layout_json, **PRIVATE)
+
+
+def _wire_generation(ctx: DemoContext, page: GeoDiffusionPage, w: SimpleNamespace) -> None:
+    """Generate (checked before it is queued), the gallery and the export that appear with the first images, and
+    the weights view that follows every model call."""
+
+    def show_images(result_, boxes):
+        """The gallery appears with the first images, and export becomes possible once there are some."""
+        return (gr.update(value=actions.gallery_items(result_, boxes), visible=result_ is not None),
+                gr.update(interactive=result_ is not None))
+
+    @ui.model_call
+    def generate_on_page(layout_json, checkpoint, seed, steps, cfg, num_images=1, epsilon_scaling=None,
+                         sampler="default", progress=gr.Progress()):
+        progress(0, desc="Loading the checkpoint")
+        out = page.generate(layout_json, checkpoint, seed, steps, cfg, num_images, epsilon_scaling, sampler,
+                            callback=lambda i, n: progress((i, n), desc="Denoising", unit="steps"),
+                            on_download=ui.download_progress(progress))
+        return out.prompt, actions.summary(out), page.result(out, checkpoint)
+
+    @ui.user_errors
+    def export_dataset(result):
+        return gr.update(value=str(actions.export_dataset(result, lambda: ui.output_folder("geodiffusion-coco"))),
+                         visible=True)
+
+    w.num_images.change(int, w.num_images, w.n_state, **PRIVATE)
+    gr.on([w.use_es.change, w.es_factor.change], lambda on, lam: float(lam) if on else None, [w.use_es, w.es_factor],
+          w.es_state, **PRIVATE)
+    w.use_es.change(lambda on: gr.update(visible=on), w.use_es, w.es_factor, **PRIVATE)
+    generated = w.run.click(generate_on_page, [w.layout_json, w.checkpoint, w.seed, w.steps, w.cfg, w.n_state,
+                                               w.es_state, w.sampler], [w.prompt, w.notes, w.result],
+                            api_name="generate_on_page", validator=ui.validator(page.check_generate), **PRIVATE,
+                            **ui.model_events(ctx))
+    generated.success(show_images, [w.result, w.show_boxes], [w.gallery, w.export], **PRIVATE)
+    ui.WeightsView(ctx, [w.checkpoint], w.weight_note, WORKS_WITHOUT_WEIGHTS).follow(generated)
+    w.show_boxes.change(actions.gallery_items, [w.result, w.show_boxes], w.gallery, **PRIVATE)
+    w.export.click(export_dataset, w.result, w.export_file, **PRIVATE)
 
 
 def _api(ctx: DemoContext, page: GeoDiffusionPage) -> None:
