@@ -13,6 +13,7 @@ import math
 from collections.abc import Callable
 from typing import Any
 
+from apps import gradio_internals
 from shared.errors import report
 
 MAX_DEPTH = 32  # lists and objects inside one another; no input of ours nests deeper than 4
@@ -158,26 +159,24 @@ def install(blocks: Any, sentences: Callable[[Callable], Callable], toasts: Call
     import gradio as gr
     from gradio.exceptions import InvalidPathError
 
-    read = blocks.preprocess_data
+    def checked(read):
+        async def checked_preprocess_data(block_fn, inputs, state, explicit_call=False):
+            problem = inputs_problem(block_fn, inputs, state)
+            if problem:
+                raise gr.Error(problem, print_exception=False)
+            try:
+                return await read(block_fn, inputs, state, explicit_call)
+            except gr.Error:
+                raise
+            except InvalidPathError:
+                raise gr.Error(NOT_UPLOADED, print_exception=False) from None
+            except Exception as failure:
+                sentence = UNREADABLE.format(label=_failed_input(block_fn, failure), error_id=report(failure))
+                raise gr.Error(sentence, print_exception=False) from failure
 
-    async def checked_preprocess_data(block_fn, inputs, state, explicit_call=False):
-        problem = inputs_problem(block_fn, inputs, state)
-        if problem:
-            raise gr.Error(problem, print_exception=False)
-        try:
-            return await read(block_fn, inputs, state, explicit_call)
-        except gr.Error:
-            raise
-        except InvalidPathError:
-            raise gr.Error(NOT_UPLOADED, print_exception=False) from None
-        except Exception as failure:
-            sentence = UNREADABLE.format(label=_failed_input(block_fn, failure), error_id=report(failure))
-            raise gr.Error(sentence, print_exception=False) from failure
+        return checked_preprocess_data
 
-    blocks.preprocess_data = checked_preprocess_data
-    for block_fn in blocks.fns.values():
-        if block_fn.fn is not None:
-            block_fn.fn = (sentences if block_fn.api_visibility == "public" else toasts)(block_fn.fn)
+    gradio_internals.wrap_event_reading(blocks, checked, public=sentences, private=toasts)
 
 
 def _failed_input(block_fn: Any, failure: BaseException) -> str:

@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import base64
 import binascii
-import contextlib
 import importlib.util
 import json
 import logging
@@ -34,6 +33,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from apps import gradio_internals
 from apps.limits import (
     BODY_TOO_BIG,
     INTERNAL,
@@ -50,12 +50,6 @@ from shared.weights import free_bytes
 
 log = logging.getLogger("demohub")
 
-# The Gradio release CI tests (constraints.txt pins it; every Space's sdk_version): three behaviours below replace
-# attributes of its MCP server object (_install_loopback, _install_json_results, _install_file_schema).
-TESTED_GRADIO = "6.31.0"
-UNTESTED_GRADIO = ("Gradio {installed} is installed, but this hub is tested on Gradio {tested} only, and it adjusts "
-                   "private parts of Gradio's MCP server: install the tested stack with "
-                   "`pip install -r requirements.txt -c constraints.txt`.")
 NO_ENDPOINT = "This hub has no API endpoint named {name!r}; the page's \"Use via API\" link lists those it has."
 BUSY = "The hub is busy right now ({waiting} requests are waiting); please try again in a minute."
 TOO_MANY = ("You already have {pending} requests waiting or running (the limit is {limit}); wait for them to "
@@ -189,18 +183,22 @@ def _queue_full(message: str, agent: bool) -> tuple[str, Any]:
 
 
 def install_queue_rules(blocks, settings: ServeSettings) -> None:
-    """Wrap the queue's ``push`` (the one door of /queue/join and /call/*) with ``admit``."""
-    queue = blocks._queue
-    push = queue.push
+    """``admit`` at the queue's one door (``/queue/join`` and ``/call/*``)."""
+    gradio_internals.wrap_queue_push(blocks, lambda queue, body, request: admit(queue, body, settings, request))
 
-    async def admitted_push(body, request, username):
-        refusal = admit(queue, body, settings, request)
-        if refusal is not None:
-            state, detail = refusal
-            return False, detail, state
-        return await push(body, request, username)
 
-    queue.push = admitted_push
+def loopback_client(settings: ServeSettings, secret: str) -> Callable[[str], Any]:
+    """How Gradio's MCP server reaches the hub's own queue: a ``gradio_client.Client`` that logs in behind --auth
+    (the hidden loopback login) and carries the per-launch secret that lets HubGuard trust its caller header."""
+
+    def make(local_url: str):
+        from gradio_client import Client
+
+        return Client(local_url, auth=(LOOPBACK_USER, secret) if settings.auth else None, download_files=False,
+                      verbose=False, analytics_enabled=False, ssl_verify=False, _skip_components=False,
+                      headers={"x-gradio-user": "mcp", LOOPBACK_HEADER.decode(): secret})
+
+    return make
 
 
 class HubGuard:
@@ -356,182 +354,6 @@ def mcp_available() -> bool:
     return importlib.util.find_spec("mcp") is not None
 
 
-def _mcp_lifespan(blocks, settings: ServeSettings, loopback_secret: str):
-    """A Starlette lifespan that, once Gradio has built the MCP server and before any request, gives it our loopback
-    client (logged in behind --auth, carrying the secret) and JSON tool results."""
-
-    @contextlib.asynccontextmanager
-    async def lifespan(app):
-        server = getattr(blocks, "mcp_server_obj", None)
-        if server is not None:
-            _install_loopback(server, settings, loopback_secret)
-            _install_json_results(server)
-            _install_file_schema(server)
-        elif settings.mcp and getattr(blocks, "mcp_error", None):
-            log.warning("%s", blocks.mcp_error)
-        yield
-
-    return lifespan
-
-
-def _install_loopback(server, settings: ServeSettings, secret: str) -> None:
-    """Gradio's MCP server calls queued tools through one ``gradio_client.Client`` of the app's own URL; ours logs in
-    (the hidden loopback login exists only behind --auth) and sends the secret that lets HubGuard trust its caller
-    header."""
-    from gradio_client import Client
-
-    def loopback_client():
-        if server._client_instance is None:
-            server._client_instance = Client(
-                server.local_url, auth=(LOOPBACK_USER, secret) if settings.auth else None, download_files=False,
-                verbose=False, analytics_enabled=False, ssl_verify=False, _skip_components=False,
-                headers={"x-gradio-user": "mcp", LOOPBACK_HEADER.decode(): secret})
-        return server._client_instance
-
-    server._client_instance = None
-    server._get_or_create_client = loopback_client
-
-
-def _install_json_results(server) -> None:
-    """Tool results as the endpoint's JSON text (Gradio gives ``str(dict)``, Python's repr), plus each PNG data URL
-    in it as an MCP image, so an agent's host can show generated images."""
-    from gradio_client import utils as client_utils
-    from mcp import types
-
-    postprocess = server.postprocess_output_data
-
-    def json_results(data, root_url):
-        content = []
-        for output in data:
-            if isinstance(output, (dict, list)) and not client_utils.is_file_obj_with_meta(output):
-                content.append(types.TextContent(type="text", text=json.dumps(output, ensure_ascii=False)))
-                content += [types.ImageContent(type="image", data=png, mimeType="image/png")
-                            for png in _png_data_urls(output)]
-            else:
-                content += postprocess([output], root_url)
-        return content
-
-    server.postprocess_output_data = json_results
-
-
-def _install_file_schema(server) -> None:
-    """A file input's schema as Gradio turns it into a string (data URI or URL), without the FileData object's leftover
-    ``required`` list, which strict MCP hosts refuse on a string."""
-    simplify = server.simplify_filedata_schema
-
-    def without_required(schema):
-        simplified, positions = simplify(schema)
-        for path in positions:
-            node = simplified.get("properties", simplified)
-            for key in path:
-                node = node[key]
-            if node.get("type") == "string":
-                node.pop("required", None)
-                node["format"] = "a data URI (data:image/png;base64,...), or a web address where the hub allows them"
-        return simplified, positions
-
-    server.simplify_filedata_schema = without_required
-
-
-def untested_gradio() -> str | None:
-    """The start-up warning when the installed Gradio is not the one CI tests (None when it is)."""
-    import gradio
-
-    if gradio.__version__ == TESTED_GRADIO:
-        return None
-    return UNTESTED_GRADIO.format(installed=gradio.__version__, tested=TESTED_GRADIO)
-
-
-class LazyBlockConfigs(dict):
-    """A session's ``config_values`` (Gradio's ``SessionState``): each block's config built when first read, all of
-    them only when iterated (a deep link). Gradio builds all of them for every new session, inside the request that
-    opens it: ~80 ms of the event loop for this hub's blocks on an idle machine and ~0.8 s on busy cores, so ten new
-    visitors at once held every ``queue/join`` for over a second. An event reads only the blocks it updates."""
-
-    def __init__(self, blocks_config, block_ids):
-        super().__init__()
-        self._blocks_config = blocks_config
-        self._unbuilt = set(block_ids)
-
-    def __missing__(self, key):
-        if key not in self._unbuilt:
-            raise KeyError(key)
-        self._unbuilt.discard(key)
-        config = self[key] = self._blocks_config.config_for_block(key, [], self._blocks_config.blocks[key])
-        return config
-
-    def __contains__(self, key) -> bool:
-        return dict.__contains__(self, key) or key in self._unbuilt
-
-    def __setitem__(self, key, value) -> None:
-        self._unbuilt.discard(key)
-        dict.__setitem__(self, key, value)
-
-    def _build_all(self) -> None:
-        """Every config, in the order Gradio's eager dict has: the blocks', then keys set later."""
-        if not self._unbuilt:
-            return
-        built = {key: dict.__getitem__(self, key) for key in dict.keys(self)}
-        self.clear()
-        for key, block in self._blocks_config.blocks.items():
-            if key in built:
-                dict.__setitem__(self, key, built.pop(key))
-            elif key in self._unbuilt:
-                dict.__setitem__(self, key, self._blocks_config.config_for_block(key, [], block))
-        for key, value in built.items():
-            dict.__setitem__(self, key, value)
-        self._unbuilt.clear()
-
-    def items(self):
-        self._build_all()
-        return super().items()
-
-    def values(self):
-        self._build_all()
-        return super().values()
-
-    def keys(self):
-        self._build_all()
-        return super().keys()
-
-    def __iter__(self):
-        self._build_all()
-        return super().__iter__()
-
-    def __len__(self) -> int:
-        return dict.__len__(self) + len(self._unbuilt)
-
-
-def install_lazy_session_configs() -> None:
-    """Gradio's ``SessionState`` with ``LazyBlockConfigs`` (for every Blocks of this process; idempotent)."""
-    from types import SimpleNamespace
-
-    from gradio import state_holder
-
-    cls = state_holder.SessionState
-    if getattr(cls, "_demohub_lazy", False):
-        return
-    eager_init = cls.__init__
-
-    def __init__(self, blocks):
-        # Gradio's own __init__ with no block ids, so it builds no config; then the lazy dict over the real ids
-        eager_init(self, SimpleNamespace(default_config=blocks.default_config, blocks={}))
-        self.config_values = LazyBlockConfigs(self.blocks_config, [k for k in self.blocks_config.blocks
-                                                                   if k in blocks.blocks])
-
-    cls.__init__ = __init__
-    cls._demohub_lazy = True
-
-
-def _png_data_urls(value: Any) -> list[str]:
-    """The base64 payloads of the PNG data URLs anywhere in ``value``."""
-    prefix = "data:image/png;base64,"
-    if isinstance(value, str):
-        return [value[len(prefix):]] if value.startswith(prefix) else []
-    items = value.values() if isinstance(value, dict) else value if isinstance(value, list) else ()
-    return [png for item in items for png in _png_data_urls(item)]
-
-
 def launch(blocks, settings: ServeSettings, stats: Callable[[], dict], *, prevent_thread_lock: bool = False,
            on_serving: Callable[[], None] | None = None, **launch_kwargs):
     """Queue and launch ``blocks`` under ``settings``; returns what ``Blocks.launch`` returns. ``on_serving`` runs
@@ -542,17 +364,17 @@ def launch(blocks, settings: ServeSettings, stats: Callable[[], dict], *, preven
     from apps import event_inputs
     from apps.ui import example_file, page_errors, user_errors
 
-    if warning := untested_gradio():
+    if warning := gradio_internals.startup_warning():
         log.warning(warning)
     token, loopback_secret = secrets.token_urlsafe(32), secrets.token_urlsafe(32)
     if settings.mcp and not mcp_available():
         log.warning(MCP_OFF_NO_PACKAGE)
         settings = replace(settings, mcp=False)
-    blocks.delete_cache = settings.delete_cache_pair
+    gradio_internals.set_delete_cache(blocks, settings.delete_cache_pair)
     blocks.queue(max_size=settings.queue_size, api_open=False,  # api_open=True would let /run/* skip the queue
                  default_concurrency_limit=settings.demo_concurrency)
     install_queue_rules(blocks, settings)
-    install_lazy_session_configs()
+    gradio_internals.install_lazy_session_configs()
     event_inputs.install(blocks, user_errors, page_errors)
     upload_dir = get_upload_folder()
     Path(upload_dir).mkdir(parents=True, exist_ok=True)
@@ -566,7 +388,8 @@ def launch(blocks, settings: ServeSettings, stats: Callable[[], dict], *, preven
         prevent_thread_lock=True, quiet=prevent_thread_lock,
         auth=logins or None, max_file_size=settings.max_file_size,
         enable_monitoring=settings.monitoring, mcp_server=settings.mcp,
-        app_kwargs={"middleware": [guard], "lifespan": _mcp_lifespan(blocks, settings, loopback_secret)},
+        app_kwargs={"middleware": [guard], "lifespan": gradio_internals.mcp_lifespan(
+            blocks, settings.mcp, loopback_client(settings, loopback_secret))},
         show_error=False,  # every handler's error is a gr.Error sentence (event_inputs); nothing else is shown
         **launch_kwargs,
     )

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from apps import DEMOS, get_demo
-from apps.serving import TESTED_GRADIO
+from apps.gradio_internals import TESTED_GRADIO
 from shared import weights
 from shared.registry import Demo
 from shared.weights import REPO_ROOT

@@ -17,6 +17,7 @@ from typing import Any
 
 import gradio as gr
 
+from apps import gradio_internals
 from apps.serving import EXAMPLES_ROUTE  # example files served by name: no page config names a server path
 from shared.context import DemoContext
 from shared.errors import UserInputError, as_gradio_error
@@ -142,8 +143,6 @@ def api(fn: Callable, *, api_name: str, check: Callable[..., Any] | None = None,
     The endpoint is also an MCP tool: Gradio names the tool after the function, so ``fn`` must be named ``api_name``
     (one name for gradio_client, @gradio/client and MCP), and describes it from the docstring's summary and
     ``Args:`` entries, which ``tool_docstring`` puts one per line."""
-    from gradio.context import get_blocks_context
-
     if getattr(fn, "__name__", None) != api_name:
         raise ValueError(f"the function of /{api_name} is named {getattr(fn, '__name__', None)!r}; name it "
                          f"{api_name!r}: MCP clients call it by its function's name")
@@ -153,11 +152,11 @@ def api(fn: Callable, *, api_name: str, check: Callable[..., Any] | None = None,
     if fn.__doc__:
         fn.__doc__ = tool_docstring(fn.__doc__)
     dep = gr.api(fn, api_name=api_name, **events)
-    block_fn = get_blocks_context().fns[dep["id"]]
+    block_fn = gradio_internals.endpoint_function(dep)
     if block_fn.api_name != api_name:  # Gradio renames a taken name (e.g. a page handler of the same name) silently
         raise ValueError(f"api_name {api_name!r} is taken; Gradio would serve this endpoint as {block_fn.api_name!r}")
     if check is not None:
-        block_fn.validator = validator(check)
+        gradio_internals.set_validator(block_fn, validator(check))
     return dep
 
 

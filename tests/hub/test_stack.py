@@ -1,5 +1,6 @@
-"""The tested stack: constraints.txt pins what CI runs, the hub says so when its Gradio differs, and the one Gradio
-internal the hub changes for speed (a session's block configs, built lazily) keeps Gradio's behaviour."""
+"""The tested stack: constraints.txt pins what CI runs, the hub says at start when its Gradio differs or lacks an
+internal the hub changes (all of them in apps/gradio_internals.py), and the one it changes for speed (a session's
+block configs, built lazily) keeps Gradio's behaviour."""
 
 from __future__ import annotations
 
@@ -7,13 +8,13 @@ import gradio
 import pytest
 from gradio.state_holder import SessionState
 
-from apps import serving, spaces
+from apps import gradio_internals, spaces
 from shared.weights import REPO_ROOT
 
 
 def test_constraints_pin_the_gradio_the_hub_is_tested_on_and_every_requirement():
     pins = spaces.tested_versions()
-    assert pins["gradio"] == serving.TESTED_GRADIO == gradio.__version__  # CI installs with -c constraints.txt
+    assert pins["gradio"] == gradio_internals.TESTED_GRADIO == gradio.__version__  # CI installs with -c constraints.txt
     for line in (REPO_ROOT / "requirements.txt").read_text().splitlines():
         name = line.split("#")[0].strip().split("[")[0].split(">")[0].split("=")[0].strip()
         if name and not name.startswith("-"):
@@ -21,18 +22,42 @@ def test_constraints_pin_the_gradio_the_hub_is_tested_on_and_every_requirement()
 
 
 def test_an_untested_gradio_is_named_at_start(monkeypatch):
-    assert serving.untested_gradio() is None
+    assert gradio_internals.startup_warning() is None
+    assert all(internal.present() for internal in gradio_internals.INTERNALS)  # the tested Gradio has every one
     monkeypatch.setattr(gradio, "__version__", "6.99.0")
-    warning = serving.untested_gradio()
-    assert "Gradio 6.99.0 is installed" in warning and serving.TESTED_GRADIO in warning
+    warning = gradio_internals.startup_warning()
+    assert "Gradio 6.99.0 is installed" in warning and gradio_internals.TESTED_GRADIO in warning
     assert "pip install -r requirements.txt -c constraints.txt" in warning
+
+
+def test_a_missing_internal_is_named_with_what_stops_working(monkeypatch):
+    from gradio.mcp import GradioMCPServer
+    from gradio.state_holder import SessionState as State
+
+    monkeypatch.delattr(GradioMCPServer, "postprocess_output_data")
+    monkeypatch.setattr(State, "__init__", lambda self, app: None)  # a release that renamed the parameter
+    warning = gradio_internals.startup_warning()  # the version is the tested one: the internals still differ
+    assert "Missing from this Gradio: gradio.state_holder.SessionState.__init__(blocks) (so building a session's " \
+           "configs lazily does not work); gradio.mcp.GradioMCPServer.postprocess_output_data (so MCP tool results " \
+           "as JSON and images does not work)." in warning
+    assert "Queue.push" not in warning
+
+
+def test_no_other_module_changes_a_gradio_internal():
+    """Every assignment to a Gradio object's attribute is in apps/gradio_internals.py (the list above is complete)."""
+    import re
+
+    pattern = re.compile(r"^\s*(queue|blocks|server|block_fn|cls)\.(?!_?demohub)\w+ = ", re.M)  # not our own
+    for path in sorted((REPO_ROOT / "apps").rglob("*.py")):
+        if path.name != "gradio_internals.py":
+            assert not pattern.findall(path.read_text(encoding="utf-8")), path
 
 
 @pytest.fixture(scope="module")
 def hub_blocks():
     from apps import hub
 
-    serving.install_lazy_session_configs()
+    gradio_internals.install_lazy_session_configs()
     return hub.build_hub()
 
 
