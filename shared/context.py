@@ -7,10 +7,10 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from shared import weights
 from shared.errors import WeightsUnavailable
+from shared.pipeline import Pipeline
 from shared.pool import ModelPool, default_pool
 from shared.registry import Demo, WeightSet
 
@@ -27,7 +27,7 @@ def import_pipeline_class(demo: Demo) -> type:
         return demo.pipeline_class()
 
 
-def load_pipeline(demo: Demo, ws: WeightSet, folder: Path | None = None) -> Any:
+def load_pipeline(demo: Demo, ws: WeightSet, folder: Path | None = None) -> Pipeline:
     """``Pipeline.from_pretrained(folder, device=..., dtype=...)``; without ``folder`` the weights are resolved first,
     downloading if needed (operator commands: eval, benchmarks). Downloads never hold the load lock."""
     from shared.device import pick_device, pick_dtype
@@ -47,7 +47,7 @@ class DemoContext:
     operator_here: bool = False  # only this machine reaches the hub: its visitor is the operator, who may read commands
     concurrency: int = 1  # model calls of this demo that may run at once (its own queue group)
 
-    def pipeline(self, weights_name: str | None = None, on_download: weights.Progress | None = None) -> Any:
+    def pipeline(self, weights_name: str | None = None, on_download: weights.Progress | None = None) -> Pipeline:
         """The loaded pipeline for a weight set, from the pool (loaded at most once per process).
 
         Order: a pool hit; else the weights are found on disk (or downloaded, if this context may) outside every lock;
@@ -65,7 +65,8 @@ class DemoContext:
                              size_hint=weights.folder_bytes(folder, ws))
 
     @contextmanager
-    def compute(self, weights_name: str | None = None, on_download: weights.Progress | None = None) -> Iterator[Any]:
+    def compute(self, weights_name: str | None = None,
+                on_download: weights.Progress | None = None) -> Iterator[Pipeline]:
         """``with ctx.compute(name) as pipe: pipe(...)``: load (or download, reporting bytes to ``on_download``)
         first, then hold the device only for the model call, so one demo's load or download never blocks another
         demo's compute."""

@@ -9,10 +9,15 @@ A demo's ``apps/<demo>/pipeline.py`` holds one ``<Name>Pipeline(Pipeline)``:
   ``UserInputError(message, argument=...)`` naming the argument and returns the inputs in normalised form. It is the
   ``check_inputs`` of the demo's torch-free ``apps/<demo>/checks.py`` (``check_inputs =
   staticmethod(checks.check_inputs)``), so checking a request never imports torch;
-- ``__call__(..., callback=None)`` runs the model, calling ``callback(step, total)`` as it goes, and returns a frozen
-  ``<Name>Output`` dataclass whose ``to_dict()`` is JSON-ready (what the demo's named API endpoints return).
+- ``__call__(..., *, callback=None)`` runs the model, calling ``callback(step, total)`` as it goes (keyword-only in
+  every pipeline), and returns a frozen ``<Name>Output`` dataclass whose ``to_dict()`` is JSON-ready (what the demo's
+  named API endpoints return);
+- ``components``: the names of the attributes that hold its torch modules (an ``nn.Module``, or a diffusers pipeline
+  whose ``components`` hold them); ``modules()`` yields them, and the model pool measures the pipeline's memory from
+  them, in one place (``shared.pool.estimate_bytes``).
 
-How much memory a loaded pipeline holds is measured in one place, ``shared.pool.estimate_bytes``.
+A pipeline in a Ray Serve replica is used through ``shared.ray_pool.RemotePipeline``, a ``Pipeline`` too (its
+modules live in the replica).
 """
 
 from __future__ import annotations
@@ -22,7 +27,7 @@ import dataclasses
 import enum
 import io
 import math
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import PurePath
 from typing import Any, ClassVar
 
@@ -72,11 +77,20 @@ def to_json(value: Any) -> Any:
 
 
 class Pipeline:
-    """Base class of the four demo pipelines: the contract above, and the attributes every page may read."""
+    """Base class of the demo pipelines: the contract above, and the attributes every page may read."""
 
     output_class: ClassVar[type[PipelineOutput]]
+    components: ClassVar[tuple[str, ...]] = ()  # attributes holding its torch modules (see modules())
     device: Any  # torch.device or its name
     dtype: Any  # torch.dtype
+
+    def modules(self) -> Iterator[Any]:
+        """The torch modules of ``components``: each attribute's ``nn.Module``, or the modules among a diffusers
+        pipeline's ``components``."""
+        for name in self.components:
+            value = getattr(self, name)
+            parts = value.components.values() if isinstance(getattr(value, "components", None), dict) else [value]
+            yield from (part for part in parts if hasattr(part, "parameters") and hasattr(part, "buffers"))
 
     @classmethod
     def from_pretrained(cls, path, *, device="cpu", dtype=None):

@@ -12,17 +12,21 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from shared.errors import ModelTooLarge
+from shared.pipeline import Pipeline
 from shared.registry import human_bytes
 
 
 def estimate_bytes(obj: Any) -> int:
-    """Bytes held by the tensors of ``obj``: an ``nn.Module``, or a pipeline whose attributes (or a diffusers
-    pipeline's ``components``) hold modules; shared storage is counted once. The one memory estimate of the hub."""
+    """Bytes held by the tensors of ``obj``: an ``nn.Module``, or a ``Pipeline`` (its declared ``components``); shared
+    storage is counted once. The one memory estimate of the hub."""
     if "torch" not in sys.modules:
         return 0
+    import torch
+
     seen: set[int] = set()
     total = 0
-    for module in _modules(obj):
+    modules = [obj] if isinstance(obj, torch.nn.Module) else obj.modules() if isinstance(obj, Pipeline) else []
+    for module in modules:
         for tensor in [*module.parameters(), *module.buffers()]:
             if tensor.device.type == "meta":
                 continue
@@ -31,22 +35,6 @@ def estimate_bytes(obj: Any) -> int:
                 seen.add(storage.data_ptr())
                 total += storage.nbytes()
     return total
-
-
-def _modules(obj: Any, depth: int = 2):
-    """``nn.Module``s reachable from ``obj`` through attributes, at most ``depth`` objects deep."""
-    import torch
-
-    if isinstance(obj, torch.nn.Module):
-        yield obj
-        return
-    if depth == 0:
-        return
-    components = getattr(obj, "components", None)
-    values = components.values() if isinstance(components, dict) else (
-        vars(obj).values() if hasattr(obj, "__dict__") else ())
-    for value in values:
-        yield from _modules(value, depth - 1)
 
 
 def default_budget() -> int:

@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from shared.errors import DemoHubError, UserInputError
+from shared.pipeline import Pipeline
 from shared.registry import Demo, WeightSet
 
 log = logging.getLogger("demohub")
@@ -344,9 +345,10 @@ def _outside_event_loop(fn, *args):
         return executor.submit(fn, *args).result()
 
 
-class RemotePipeline:
+class RemotePipeline(Pipeline):
     """A pipeline living in a Serve deployment, used like the local one: ``pipe(...)``, ``pipe.method(...)``,
-    ``pipe.attribute``; ``callback=`` receives the replica's progress."""
+    ``pipe.attribute``; ``callback=`` receives the replica's progress. Its modules live in the replica (``modules()``
+    yields none here: this process holds none of its memory)."""
 
     def __init__(self, handle, name: str, wait_ready=None):
         self._handle = handle

@@ -55,6 +55,7 @@ class GeoDiffusionOutput(PipelineOutput):
 
 class GeoDiffusionPipeline(Pipeline):
     output_class = GeoDiffusionOutput
+    components = ("sd",)  # a diffusers pipeline: its UNet, VAE and text encoder
 
     def __init__(self, sd_pipeline, tokenizer: LocationTokenizer, config: GenerationConfig, device: torch.device,
                  dtype: torch.dtype):
@@ -112,7 +113,7 @@ class GeoDiffusionPipeline(Pipeline):
     def __call__(self, layout: str | dict | Layout, seed: int = 0, num_images: int = 1,
                  num_inference_steps: int | None = None, guidance_scale: float | None = None,
                  epsilon_scaling: float | None = None, shuffle_seed: int | None = None, sampler: str = "default",
-                 callback: Callback | None = None) -> GeoDiffusionOutput:
+                 *, callback: Callback | None = None) -> GeoDiffusionOutput:
         """Generate ``num_images`` images for ``layout``; defaults come from the checkpoint's generation_config.
 
         ``epsilon_scaling``: Epsilon Scaling's factor lambda (Ning et al., ICLR 2024), dividing the predicted noise by

@@ -93,6 +93,7 @@ class MoLM3DPipeline(Pipeline):
     """Uni-Mol -> Q-Former -> 8 ``<mol>`` embeddings in a Llama-2 prompt (LoRA merged) -> 5-beam answer."""
 
     output_class = MoLM3DOutput
+    components = ("encoder", "llm")
 
     def __init__(self, encoder, llm, tokenizer, device: str = "cpu", dtype: torch.dtype = torch.float32):
         self.encoder, self.llm, self.tokenizer = encoder, llm, tokenizer  # MolQFormer, LlamaForCausalLM, MoLMTokenizer

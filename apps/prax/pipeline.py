@@ -78,6 +78,7 @@ class PraxPipeline(Pipeline):
     """A ByT5 listener: ``PraxPipeline.from_pretrained(folder)(examples) -> PraxOutput``."""
 
     output_class = PraxOutput
+    components = ("model",)
     suggest_samples = SUGGEST_SAMPLES
 
     def __init__(self, model, device: str | torch.device = "cpu", dtype: torch.dtype = torch.float32,
@@ -171,7 +172,7 @@ class PraxPipeline(Pipeline):
                 calls.append((group, min(per_call, num_samples - done)))
         return calls
 
-    def sample_programs(self, specs: Sequence[Sequence[Example]], num_samples: int, seed: int | None = None,
+    def sample_programs(self, specs: Sequence[Sequence[Example]], num_samples: int, seed: int | None = None, *,
                         callback: Callback | None = None, extra_steps: int = 0) -> list[list[tuple[str, float]]]:
         """``num_samples`` (program, summed log-prob) samples per spec, batched across specs; ``callback(step,
         total)`` after each generate() call (``extra_steps`` more are the caller's, counted in ``total``)."""
@@ -215,7 +216,7 @@ class PraxPipeline(Pipeline):
         return PraxOutput(weights, tuple(examples), candidates, len(samples), n_consistent, len(ranked))
 
     def synthesize_batch(self, specs: Sequence[Sequence], k: int = DEFAULT_K, num_samples: int = DEFAULT_SAMPLES,
-                         seed: int | None = None, validate: bool = True,
+                         seed: int | None = None, validate: bool = True, *,
                          callback: Callback | None = None) -> list[PraxOutput]:
         """One ``PraxOutput`` per spec, sampled in shared batches; ``validate=False`` for specs already checked
         (evaluation reads them from a spec file). Steps: the generate() calls, then ranking."""
@@ -231,7 +232,7 @@ class PraxPipeline(Pipeline):
         return results
 
     def __call__(self, examples: Sequence, k: int = DEFAULT_K, num_samples: int = DEFAULT_SAMPLES,
-                 seed: int | None = None, callback: Callback | None = None) -> PraxOutput:
+                 seed: int | None = None, *, callback: Callback | None = None) -> PraxOutput:
         examples, k, num_samples = self.check_inputs(examples, k=k, num_samples=num_samples)
         return self.synthesize_batch([examples], k=k, num_samples=num_samples, seed=seed, validate=False,
                                      callback=callback)[0]

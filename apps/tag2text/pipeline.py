@@ -110,6 +110,7 @@ def load_tokenizer(vocab_file: Path = VOCAB_FILE):
 
 class Tag2TextPipeline(Pipeline):
     output_class = Tag2TextOutput
+    components = ("model",)
 
     def __init__(self, model: Tag2Text, tokenizer=None, *, device: str | torch.device = "cpu",
                  dtype: torch.dtype = torch.float32, weights_file: Path | None = None, batch_size: int = 8):

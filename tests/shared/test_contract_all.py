@@ -31,7 +31,8 @@ def test_pipeline_follows_the_contract(demo_id):
     assert cls.check_inputs is checks.check_inputs, "the pipeline's checks are the torch-free checks module's"
     assert cls.check_inputs is not Pipeline.check_inputs and cls.__call__ is not Pipeline.__call__
     call = inspect.signature(cls.__call__).parameters
-    assert "callback" in call and call["callback"].default is None
+    assert call["callback"].kind is inspect.Parameter.KEYWORD_ONLY and call["callback"].default is None
+    assert cls.components and all(isinstance(name, str) for name in cls.components), "declare its modules"
     assert not any(name in call for name in ("progress", "on_step")), "callback(step, total) is the one signature"
     out = cls.output_class
     assert issubclass(out, PipelineOutput) and out.__name__ == cls.__name__.removesuffix("Pipeline") + "Output"
@@ -79,3 +80,40 @@ def test_streamlit_pages_never_import_gradio(demo_id):
             "[n.module for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)]; "
             "[__import__(n) for n in names if n and n.startswith('apps')]")
     assert "gradio" not in modules_after(code)
+
+
+def _reachable_modules(obj, depth: int = 3, seen=None):
+    """Every torch module reachable from ``obj`` through attributes, dicts and sequences (what a pipeline holds,
+    found the long way)."""
+    seen = set() if seen is None else seen
+    if id(obj) in seen or depth < 0:
+        return
+    seen.add(id(obj))
+    if isinstance(obj, torch.nn.Module):
+        yield obj
+        return
+    values = obj.values() if isinstance(obj, dict) else obj if isinstance(obj, (list, tuple)) else (
+        vars(obj).values() if hasattr(obj, "__dict__") and not isinstance(obj, type) else ())
+    for value in values:
+        yield from _reachable_modules(value, depth - 1, seen)
+
+
+def _storages(modules) -> set[int]:
+    return {t.untyped_storage().data_ptr() for m in modules for t in [*m.parameters(), *m.buffers()]}
+
+
+@pytest.mark.parametrize("demo_id", DEMOS)
+def test_declared_components_hold_every_module_the_pipeline_has(demo_id, tiny_root):
+    """The pool measures a pipeline by its declared ``components`` alone: loaded from its tiny checkpoint, every
+    tensor the pipeline holds anywhere is among them, so the memory estimate misses nothing."""
+    from shared.pool import estimate_bytes
+    from shared.weights import REPO_ROOT
+
+    demo = apps.get_demo(demo_id)
+    name = demo.weight_sets[0].name if demo_id != "prax" else "tiny-pragmatic"
+    folder = (REPO_ROOT / "checkpoints" if demo_id == "prax" else tiny_root) / demo_id / name
+    pipe = demo.pipeline_class().from_pretrained(folder, device="cpu", dtype=torch.float32)
+    declared = list(pipe.modules())
+    assert declared and _storages(_reachable_modules(pipe)) <= _storages(declared)
+    assert estimate_bytes(pipe) == sum({t.untyped_storage().data_ptr(): t.untyped_storage().nbytes()
+                                        for m in declared for t in [*m.parameters(), *m.buffers()]}.values())
