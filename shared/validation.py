@@ -1,7 +1,8 @@
-"""Checks on free text that users send to any demo (API or page): type, length, invisible characters."""
+"""Checks on what users send to any demo (API or page): free text (type, length, invisible characters) and numbers."""
 
 from __future__ import annotations
 
+import math
 import unicodedata
 
 from shared.errors import UserInputError
@@ -39,3 +40,32 @@ def check_text(value, what: str, max_chars: int, allow_newlines: bool = False) -
         codes = ", ".join(f"U+{ord(c):04X}" for c in bad[:5])
         raise UserInputError(f"{what} contains invisible or control characters ({codes}); remove them and try again.")
     return value
+
+
+def check_number(value, what: str, low: float, high: float | None = None, *, whole: bool = False,
+                 argument: str | None = None, hint: str = "") -> int | float:
+    """``value`` as an int (``whole``) or a float from ``low`` to ``high`` (no upper bound when None), else a
+    ``UserInputError`` naming ``argument``: "The seed must be a whole number between 0 and 4,294,967,295; got -1,
+    below the minimum." The one number check of every demo: true/false, null, text that is no number, NaN and the
+    infinities are refused; an int is compared exactly (one of thousands of digits has no float)."""
+    if isinstance(value, bool) or value is None:
+        number: float | int = math.nan
+    elif isinstance(value, int):
+        number = value
+    else:
+        try:
+            number = float(value)
+        except (TypeError, ValueError, OverflowError):
+            number = math.nan
+    kind = "a whole number" if whole else "a number"
+    span = (f"between {_limit(low)} and {_limit(high)}" if high is not None else f"of at least {_limit(low)}") + hint
+    if isinstance(number, float) and (not math.isfinite(number) or (whole and not number.is_integer())):
+        raise UserInputError(f"{what} must be {kind} {span}; got {value!r:.40}.", argument=argument)
+    if number < low or (high is not None and number > high):
+        side = "below the minimum" if number < low else "above the maximum"
+        raise UserInputError(f"{what} must be {kind} {span}; got {number}, {side}.", argument=argument)
+    return int(number) if whole else float(number)
+
+
+def _limit(limit: float) -> str:
+    return f"{limit:g}" if isinstance(limit, float) else f"{limit:,}"

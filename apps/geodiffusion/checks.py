@@ -4,7 +4,6 @@ does not wait for torch (``GeoDiffusionPipeline.check_inputs`` is ``check_inputs
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
 from apps.geodiffusion.layout import (
@@ -19,6 +18,7 @@ from apps.geodiffusion.layout import (
     parse_layout,
 )
 from shared.errors import UserInputError
+from shared.validation import check_number
 
 
 def check_inputs(layout: str | dict | Layout | None, seed: Any = 0, num_images: Any = 1,
@@ -43,16 +43,17 @@ def check_inputs(layout: str | dict | Layout | None, seed: Any = 0, num_images: 
     low, high = EPSILON_SCALING_RANGE
     return {
         "layout": layout,
-        "seed": _number(seed, "The seed", "seed", 0, MAX_SEED, whole=True),
-        "num_images": _number(num_images, "The number of images", "num_images", 1, MAX_IMAGES, whole=True),
-        "num_inference_steps": _number(num_inference_steps, "Steps", "num_inference_steps", 1, MAX_STEPS,
-                                       whole=True),
-        "guidance_scale": _number(guidance_scale, "The guidance scale (cfg)", "guidance_scale", 0.0,
-                                  MAX_GUIDANCE),
-        "epsilon_scaling": None if epsilon_scaling is None else _number(
-            epsilon_scaling, "The Epsilon Scaling factor", "epsilon_scaling", low, high, hint=" (try 1.005)"),
-        "shuffle_seed": None if shuffle_seed is None else _number(
-            shuffle_seed, "The shuffle seed", "shuffle_seed", 0, MAX_SEED, whole=True),
+        "seed": check_number(seed, "The seed", 0, MAX_SEED, whole=True, argument="seed"),
+        "num_images": check_number(num_images, "The number of images", 1, MAX_IMAGES, whole=True,
+                                   argument="num_images"),
+        "num_inference_steps": check_number(num_inference_steps, "Steps", 1, MAX_STEPS, whole=True,
+                                            argument="num_inference_steps"),
+        "guidance_scale": check_number(guidance_scale, "The guidance scale (cfg)", 0.0, MAX_GUIDANCE,
+                                       argument="guidance_scale"),
+        "epsilon_scaling": None if epsilon_scaling is None else check_number(
+            epsilon_scaling, "The Epsilon Scaling factor", low, high, hint=" (try 1.005)", argument="epsilon_scaling"),
+        "shuffle_seed": None if shuffle_seed is None else check_number(
+            shuffle_seed, "The shuffle seed", 0, MAX_SEED, whole=True, argument="shuffle_seed"),
         "sampler": sampler,
     }
 
@@ -64,29 +65,3 @@ def _sampler(value: Any) -> str:
         raise UserInputError(f'The sampler must be "default" (the checkpoint\'s own scheduler and steps) or "fast" '
                              f"(DPM-Solver++, fewer steps); got {value!r}.", argument="sampler")
     return name
-
-
-def _number(value: Any, what: str, argument: str, low: float, high: float, *, whole: bool = False,
-            hint: str = "") -> Any:
-    """``value`` as an int (``whole``) or float within [low, high], else a UserInputError naming ``argument``."""
-    if isinstance(value, bool) or value is None:
-        number = math.nan
-    elif isinstance(value, int):
-        number = value  # exact: a float would round seeds near 2**63
-    else:
-        try:
-            number = float(value)
-        except (TypeError, ValueError):
-            number = math.nan
-    span = f"between {_text(low)} and {_text(high)}{hint}"
-    if isinstance(number, float) and (not math.isfinite(number) or (whole and not number.is_integer())):
-        kind = "a whole number" if whole else "a number"
-        raise UserInputError(f"{what} must be {kind} {span}; got {value!r}.", argument=argument)
-    if not low <= number <= high:  # an int is compared exactly: one of thousands of digits has no float
-        side = "below the minimum" if number < low else "above the maximum"
-        raise UserInputError(f"{what} must be {span}; got {value}, {side}.", argument=argument)
-    return int(number) if whole else float(number)
-
-
-def _text(limit: float) -> str:
-    return f"{limit:g}" if isinstance(limit, float) else f"{limit:,}"

@@ -9,10 +9,9 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 
 from apps.molm3d import conformer as conf
-from apps.molm3d.conformer import whole_number
 from apps.molm3d.tasks import EVAL_DECODING, MAX_QUESTION_CHARS, MOL_TOKEN, Task, get_task, instruction_for
 from shared.errors import UserInputError
-from shared.validation import check_text
+from shared.validation import check_number, check_text
 
 MAX_BATCH = 16
 
@@ -93,11 +92,12 @@ def check_inputs(molecule, question: str | None = None, task: str | None = None,
     with named_argument("seed"):
         seed = conf.check_seed(seed)
     with named_argument("num_beams"):
-        beams = whole_number(EVAL_DECODING["num_beams"] if num_beams is None else num_beams, "num_beams", 1)
+        beams = check_number(EVAL_DECODING["num_beams"] if num_beams is None else num_beams, "num_beams", 1,
+                             whole=True)
     with named_argument("max_new_tokens"):
-        most = whole_number(spec.max_new_tokens if max_new_tokens is None else max_new_tokens,
-                             "max_new_tokens", 1)
+        most = check_number(spec.max_new_tokens if max_new_tokens is None else max_new_tokens,
+                            "max_new_tokens", 1, whole=True)
     with named_argument("min_new_tokens"):
         least = (min(spec.min_new_tokens, most) if min_new_tokens is None
-                 else whole_number(min_new_tokens, "min_new_tokens", 0, most))
+                 else check_number(min_new_tokens, "min_new_tokens", 0, most, whole=True))
     return MoLM3DInputs(checked, not batch, spec, instruction, tuple(notes), seed, beams, most, least)

@@ -20,7 +20,7 @@ import numpy as np
 
 from shared.bounded import run_bounded
 from shared.errors import UserInputError
-from shared.validation import kind_of
+from shared.validation import check_number, kind_of
 
 DICT_PATH = Path(__file__).with_name("unimol_dict.txt")
 MAX_HEAVY_ATOMS = 256
@@ -85,19 +85,9 @@ def method(conf: Conformer, seed: int) -> str:
     return f"RDKit ETKDG (seed {seed}) + MMFF" + (", via the official fallback embedding" if conf.used_fallback else "")
 
 
-def whole_number(value, what: str, low: int, high: int | None = None) -> int:
-    """``value`` as an int from ``low`` to ``high``; a UserInputError saying so otherwise (bools refused)."""
-    if isinstance(value, float) and value.is_integer():
-        value = int(value)
-    if isinstance(value, bool) or not isinstance(value, int) or value < low or (high is not None and value > high):
-        bound = f"from {low:,} to {high:,}" if high is not None else f"of at least {low:,}"
-        raise UserInputError(f"{what} must be a whole number {bound}, not {value!r:.40}.")
-    return value
-
-
 def check_seed(seed) -> int:
     """The ETKDG seed: ``DEFAULT_SEED`` when none is given, else a whole number RDKit takes."""
-    return whole_number(DEFAULT_SEED if seed in (None, "") else seed, "The conformer seed", 0, MAX_SEED)
+    return check_number(DEFAULT_SEED if seed in (None, "") else seed, "The conformer seed", 0, MAX_SEED, whole=True)
 
 
 def is_molblock(text: str) -> bool:

@@ -9,6 +9,7 @@ from apps.prax import dsl
 from apps.prax.dsl import Example
 from apps.prax.tokens import encode_listener_input
 from shared.errors import UserInputError
+from shared.validation import check_number
 
 DEFAULT_K = 10
 DEFAULT_SAMPLES = 500  # upstream handler.py; the official Space used 100
@@ -26,8 +27,9 @@ def check_inputs(examples: Sequence, k=DEFAULT_K, num_samples=DEFAULT_SAMPLES) -
     and -: ``dsl.validate_examples``), ``k``, ``num_samples``, and the sampling work they make together
     (``MAX_SAMPLED_TOKENS``). Returns them normalised."""
     examples = tuple(dsl.validate_examples(examples))
-    k = _check_int("k", "k (how many guesses)", k, 1, MAX_K)
-    num_samples = _check_int("num_samples", "The number of samples", num_samples, 1, MAX_SAMPLES)
+    k = check_number(k, "k (how many guesses)", 1, MAX_K, whole=True, argument="k")
+    num_samples = check_number(num_samples, "The number of samples", 1, MAX_SAMPLES, whole=True,
+                               argument="num_samples")
     tokens = len(encode_listener_input(examples))
     if num_samples * tokens > MAX_SAMPLED_TOKENS:
         most = max(1, MAX_SAMPLED_TOKENS // tokens)
@@ -35,13 +37,3 @@ def check_inputs(examples: Sequence, k=DEFAULT_K, num_samples=DEFAULT_SAMPLES) -
                              f"more sampling than one request may do here; use at most {most} samples, or fewer or "
                              "shorter examples.", argument="num_samples")
     return examples, k, num_samples
-
-
-def _check_int(argument: str, what: str, value, low: int, high: int) -> int:
-    try:
-        number = int(value)
-    except (TypeError, ValueError):
-        raise UserInputError(f"{what} must be a whole number between {low} and {high}.", argument=argument) from None
-    if not low <= number <= high:
-        raise UserInputError(f"{what} is {number}; choose a value between {low} and {high}.", argument=argument)
-    return number

@@ -4,7 +4,6 @@ call's first check import this module only, so the first call after start does n
 
 from __future__ import annotations
 
-import math
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -12,7 +11,7 @@ import numpy as np
 from apps.tag2text.config import OFFICIAL_THRESHOLD, Tag2TextConfig
 from apps.tag2text.images import ImageBatch, scan_images
 from shared.errors import UserInputError
-from shared.validation import check_text
+from shared.validation import check_number, check_text
 
 NO_TAGS = {"", "none"}  # upstream treats '', 'none' and 'None' as "no user tags"
 MAX_USER_TAG_CHARS = 1000  # one image's comma-separated tags
@@ -43,7 +42,8 @@ def check_inputs(images: Any, threshold: Any = None, user_tags: Any = None, *,
     None) per image. Raises ``UserInputError`` naming the argument; returns ``Tag2TextInputs``.
     """
     base = config.threshold if config is not None else OFFICIAL_THRESHOLD
-    threshold = base if threshold is None else _check_threshold(threshold)
+    threshold = base if threshold is None else check_number(threshold, "The threshold", 0.0, 1.0,
+                                                            argument="threshold")
     per_image = isinstance(user_tags, (list, tuple))
     texts = list(user_tags) if per_image else [user_tags]
     tags = tuple(tuple(parse_user_tags(_check_user_tags(text))) for text in texts)
@@ -55,18 +55,6 @@ def check_inputs(images: Any, threshold: Any = None, user_tags: Any = None, *,
         raise UserInputError(f"Give one tag list per image: {len(tags)} tag lists for {len(batch)} images.",
                              argument="user_tags")
     return Tag2TextInputs(batch, threshold, tags if per_image else tags * len(batch))
-
-
-def _check_threshold(value: Any) -> float:
-    try:
-        value = float(value)
-    except (TypeError, ValueError, OverflowError):  # OverflowError: an int of hundreds of digits
-        raise UserInputError(f"The threshold must be a number between 0 and 1, not {value!r}.",
-                             argument="threshold") from None
-    if math.isnan(value) or not 0.0 <= value <= 1.0:
-        raise UserInputError(f"The threshold must be between 0 and 1 (you gave {value}); 0.68 is the official default.",
-                             argument="threshold")
-    return value
 
 
 def _check_user_tags(text: Any) -> str | None:

@@ -63,12 +63,12 @@ def test_estimate_bytes_counts_what_memory_bytes_counted(coco_pipeline):
     ({"seed": None}, "seed", "whole number"),
     ({"num_images": 0}, "num_images", "number of images"),
     ({"num_images": 9}, "num_images", "between 1 and 8"),
-    ({"num_inference_steps": 0}, "num_inference_steps", "Steps must be between 1 and 200"),
+    ({"num_inference_steps": 0}, "num_inference_steps", "Steps must be a whole number between 1 and 200"),
     ({"num_inference_steps": 201}, "num_inference_steps", "got 201, above the maximum"),
     ({"num_inference_steps": "many"}, "num_inference_steps", "whole number"),
     ({"guidance_scale": -3.0}, "guidance_scale", r"between 0 and 30; got -3.0, below the minimum"),
     ({"guidance_scale": float("nan")}, "guidance_scale", "must be a number"),
-    ({"epsilon_scaling": 3.0}, "epsilon_scaling", r"Epsilon Scaling factor must be between 0.5 and 1.5"),
+    ({"epsilon_scaling": 3.0}, "epsilon_scaling", r"Epsilon Scaling factor must be a number between 0.5 and 1.5"),
     ({"shuffle_seed": -2}, "shuffle_seed", "shuffle seed"),
 ])
 def test_check_inputs_names_the_argument_without_weights(kwargs, argument, match):
@@ -178,7 +178,7 @@ def test_bad_input_is_refused_before_the_queue(served_page):
 
     ctx, url = served_page
     client = Client(url, verbose=False)
-    with pytest.raises(Exception, match=r"- steps: Steps must be between 1 and 200; got 500") as info:
+    with pytest.raises(Exception, match=r"- steps: Steps must be a whole number between 1 and 200; got 500") as info:
         client.predict(LAYOUT, CHECKPOINT, 5, 500, 4.0, api_name="/generate")
     assert type(info.value).__name__ == "ValidationError"
     with pytest.raises(Exception, match=r"- layout_json: .*Box 1 \(car\).*x2 > x1"):
@@ -187,7 +187,8 @@ def test_bad_input_is_refused_before_the_queue(served_page):
     config = client.config
     status, detail = raw.join(url.rstrip("/"), raw.fn_index(config, "generate_on_page"),
                               [LAYOUT, CHECKPOINT, 5, 500, 4.0, 1, None, "default"], raw.session())
-    assert status == 422 and detail.split() == "Steps must be between 1 and 200; got 500, above the maximum.".split()
+    expected = "Steps must be a whole number between 1 and 200; got 500, above the maximum."
+    assert status == 422 and detail.split() == expected.split()
     stats = ctx.pool.stats()
     assert stats.loaded == {} and stats.misses == 0 and stats.loads == 0  # the handler never ran
 

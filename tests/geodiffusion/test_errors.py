@@ -67,9 +67,10 @@ def offline_page(tmp_path, monkeypatch):
 
 
 @pytest.mark.parametrize(("args", "match"), [
-    (("{}", "coco-stuff-256x256", 0, 201, 4.0), "Steps must be between 1 and 200; got 201"),
+    (("{}", "coco-stuff-256x256", 0, 201, 4.0), "Steps must be a whole number between 1 and 200; got 201"),
     (("{}", "coco-stuff-256x256", 0, 50, 99), "guidance scale"),
-    (("{}", "coco-stuff-256x256", -1, 50, 4.0), "seed must be between 0 and 9,223,372,036,854,775,807; got -1"),
+    (("{}", "coco-stuff-256x256", -1, 50, 4.0),
+     "seed must be a whole number between 0 and 9,223,372,036,854,775,807; got -1"),
     (("{}", "coco-stuff-256x256", 2.5, 50, 4.0), "seed must be a whole number"),
     (("{}", "no-such-checkpoint", 0, 50, 4.0), "Unknown weight set 'no-such-checkpoint'"),
     (('{"bbox": [["car", 0.5, 0.5, 0.4, 0.6]]}', "nuimages-256x256", 0, 50, 4.0), "x2 > x1"),

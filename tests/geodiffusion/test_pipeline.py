@@ -146,8 +146,8 @@ def test_missing_grid_and_size_are_read_from_the_models(coco_checkpoint, tmp_pat
 
 
 @pytest.mark.parametrize(("kwargs", "match"), [
-    ({"num_inference_steps": 201}, "Steps must be between 1 and 200"),
-    ({"num_inference_steps": 0}, "Steps must be between 1 and 200"),
+    ({"num_inference_steps": 201}, "Steps must be a whole number between 1 and 200"),
+    ({"num_inference_steps": 0}, "Steps must be a whole number between 1 and 200"),
     ({"num_images": 9}, "number of images"),
     ({"guidance_scale": -1}, "guidance scale"),
     ({"epsilon_scaling": 3.0}, "Epsilon Scaling factor"),

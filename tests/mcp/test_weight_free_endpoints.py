@@ -97,8 +97,8 @@ def assert_refused_before_queue(client, api_name: str, args: tuple, name: str, f
     (("C" * 300,), "smiles", "300 heavy atoms; 3D-MoLM reads at most 256"),
     (("[H][H]",), "smiles", "no heavy atoms"),
     (("M  END\nnot a molecule",), "smiles", "could not be read"),
-    ((ASPIRIN, -1), "seed", "whole number from 0 to 2,147,483,647"),
-    ((ASPIRIN, 2**31), "seed", "whole number from 0 to 2,147,483,647"),
+    ((ASPIRIN, -1), "seed", "whole number between 0 and 2,147,483,647"),
+    ((ASPIRIN, 2**31), "seed", "whole number between 0 and 2,147,483,647"),
     ((ASPIRIN, 1.5), "seed", "whole number"),
 ], ids=["empty", "unparsable", "spaces", "huge", "too-big", "no-heavy-atoms", "bad-molblock", "seed-negative",
         "seed-too-big", "seed-fraction"])

@@ -94,7 +94,7 @@ BAD = [
     (("CCO",), {"seed": "abc"}, "seed", "whole number"),
     (("CCO",), {"num_beams": 0}, "num_beams", "whole number"),
     (("CCO",), {"max_new_tokens": 0}, "max_new_tokens", "whole number"),
-    (("CCO",), {"max_new_tokens": 8, "min_new_tokens": 9}, "min_new_tokens", "from 0 to 8"),
+    (("CCO",), {"max_new_tokens": 8, "min_new_tokens": 9}, "min_new_tokens", "between 0 and 8"),
 ]
 
 

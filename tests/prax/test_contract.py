@@ -84,8 +84,8 @@ BAD = [
     ("k-huge", dict(examples=SPEC, k=10_000), "k", "between 1 and 50"),
     ("k-text", dict(examples=SPEC, k="many"), "k", "whole number"),
     ("k-none", dict(examples=SPEC, k=None), "k", "whole number"),
-    ("samples-zero", dict(examples=SPEC, num_samples=0), "num_samples", "between 1 and 1000"),
-    ("samples-huge", dict(examples=SPEC, num_samples=5000), "num_samples", "between 1 and 1000"),
+    ("samples-zero", dict(examples=SPEC, num_samples=0), "num_samples", "between 1 and 1,000"),
+    ("samples-huge", dict(examples=SPEC, num_samples=5000), "num_samples", "between 1 and 1,000"),
 ]
 
 

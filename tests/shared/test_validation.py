@@ -1,7 +1,9 @@
+import re
+
 import pytest
 
 from shared.errors import UserInputError
-from shared.validation import check_text, kind_of
+from shared.validation import check_number, check_text, kind_of
 
 
 def test_plain_text_passes_unchanged():
@@ -28,3 +30,35 @@ def test_kinds_are_named_in_words_never_as_python_types():
     kinds = [kind_of(v) for v in (None, True, 3, 2.5, "a", [], (), {}, object())]
     assert kinds == ["empty (null)", "true/false", "a number", "a number", "text", "a list", "a list", "an object",
                      "a value of another kind"]
+
+
+@pytest.mark.parametrize("value, whole, expected", [
+    (5, True, 5), (5.0, True, 5), ("7", True, 7), (0.5, False, 0.5), ("0.25", False, 0.25), (10**30, False, 1e30),
+])
+def test_check_number_accepts_numbers_in_range(value, whole, expected):
+    high = 10**31 if value == 10**30 else 10
+    number = check_number(value, "The value", 0, high, whole=whole)
+    assert number == expected and type(number) is (int if whole else float)
+
+
+@pytest.mark.parametrize("value, whole, fragment", [
+    (True, True, "must be a whole number between 0 and 10; got True."),
+    (None, False, "must be a number between 0 and 10; got None."),
+    ("many", True, "got 'many'."),
+    (float("nan"), False, "got nan."),
+    (float("inf"), False, "got inf."),
+    (1.5, True, "must be a whole number between 0 and 10; got 1.5."),
+    (-1, True, "got -1, below the minimum."),
+    (10**4000, True, "above the maximum."),  # exact: an int of 4,001 digits has no float
+    ("9" * 400, True, "between 0 and 10; got '9999"),  # a float would be inf: quoted back, cut to 40 characters
+])
+def test_check_number_refuses_with_a_sentence_naming_the_argument(value, whole, fragment):
+    with pytest.raises(UserInputError, match=re.escape(fragment)) as info:
+        check_number(value, "The value", 0, 10, whole=whole, argument="value")
+    assert info.value.argument == "value" and str(info.value).startswith("The value must be")
+
+
+def test_check_number_without_an_upper_bound():
+    assert check_number(10**12, "Beams", 1, whole=True) == 10**12
+    with pytest.raises(UserInputError, match="Beams must be a whole number of at least 1; got 0, below the minimum."):
+        check_number(0, "Beams", 1, whole=True)
