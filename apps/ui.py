@@ -20,7 +20,7 @@ import gradio as gr
 from apps import gradio_internals
 from apps.serving import EXAMPLES_ROUTE  # example files served by name: no page config names a server path
 from shared.context import DemoContext
-from shared.errors import UserInputError, as_gradio_error
+from shared.errors import UserInputError, user_message
 from shared.registry import Demo
 from shared.weights import WeightState
 
@@ -28,6 +28,13 @@ GRADIO_JS_URL = f"https://gradio.s3-us-west-2.amazonaws.com/{gr.__version__}/gra
 
 
 OUTPUTS_MAX_AGE = 600  # seconds: Gradio copies returned files into its own cache at once; ours are then stale
+
+
+def as_gradio_error(error: BaseException) -> gr.Error:
+    """Any exception as a ``gr.Error`` carrying one readable sentence (``shared.errors.user_message``)."""
+    if isinstance(error, gr.Error):
+        return error
+    return gr.Error(user_message(error), print_exception=False)  # the log has it under the id already
 
 
 def model_events(ctx: DemoContext) -> dict[str, Any]:

@@ -59,12 +59,3 @@ def user_message(error: BaseException) -> str:
         return f"{error} (error id {error_id})"
     return (f"Something went wrong on our side (error id {error_id}; the server log has the details). "
             "The demo is still running; please try again.")
-
-
-def as_gradio_error(error: BaseException):
-    """Turn any exception into a ``gr.Error`` carrying one readable sentence (gradio imported lazily)."""
-    import gradio as gr
-
-    if isinstance(error, gr.Error):
-        return error
-    return gr.Error(user_message(error), print_exception=False)  # the log has it under the id already

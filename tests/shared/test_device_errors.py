@@ -6,8 +6,9 @@ import types
 import pytest
 import torch
 
+from apps.ui import as_gradio_error
 from shared import device
-from shared.errors import UserInputError, WeightsUnavailable, as_gradio_error, user_message
+from shared.errors import UserInputError, WeightsUnavailable, user_message
 
 
 def test_cpu_defaults(monkeypatch):

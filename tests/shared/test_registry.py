@@ -1,6 +1,7 @@
 """The demo registry: demos found from their folders, light imports, consistent records."""
 
 import json
+import re
 import subprocess
 import sys
 
@@ -72,3 +73,12 @@ def test_a_demo_is_found_from_its_folder_alone(tmp_path, monkeypatch):
 def make(demo_id: str) -> Demo:
     return Demo(id=demo_id, title=demo_id.title(), tagline="", summary="A demo.", paper=Paper("t", "a", "0000.00000"),
                 weight_sets=(), pipeline=f"apps.{demo_id}.pipeline:P", page=f"apps.{demo_id}.page")
+
+
+def test_shared_holds_no_ui_code():
+    """shared/ is what every front end and pipeline builds on: no module of it imports a UI library (adapters such as
+    apps.ui.as_gradio_error live with their front end)."""
+    from shared.weights import REPO_ROOT
+
+    ui_import = re.compile(r"^\s*(import|from)\s+(gradio|streamlit)\b", re.M)
+    assert [p.name for p in sorted((REPO_ROOT / "shared").glob("*.py")) if ui_import.search(p.read_text())] == []
