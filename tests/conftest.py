@@ -5,6 +5,8 @@ from __future__ import annotations
 import atexit
 import contextlib
 import http.server
+import importlib
+import importlib.util
 import os
 import shutil
 import socket
@@ -163,16 +165,18 @@ def hub_url(tmp_path_factory):
 
 @pytest.fixture(scope="session")
 def tiny_root(tmp_path_factory):
-    """Tiny checkpoints of Tag2Text, 3D-MoLM and GeoDiffusion (nuImages 256) in the official layouts, as a
-    ``DEMOHUB_CHECKPOINTS`` root."""
-    from tests.fixtures.tiny_geodiffusion import build_tiny_checkpoint
-    from tests.fixtures.tiny_molm3d import build_tiny_snapshot
-    from tests.fixtures.tiny_tag2text import write_tiny_checkpoint
+    """A ``DEMOHUB_CHECKPOINTS`` root with a tiny checkpoint of each demo's default weights in the official layout:
+    ``tests/fixtures/tiny_<demo>.py``'s ``build_default(folder)`` makes it (Tag2Text, 3D-MoLM, GeoDiffusion's
+    nuImages 256; PraX's hub runs on its bundled listeners). A new demo is found from its builder: no list here."""
+    import apps
 
     root = tmp_path_factory.mktemp("tiny-checkpoints")
-    write_tiny_checkpoint(root / "tag2text" / "tag2text-swin-14m")
-    build_tiny_snapshot(root / "molm3d" / "generalist")
-    build_tiny_checkpoint(root / "geodiffusion" / "nuimages-256x256", dataset="nuimages")
+    for demo in apps.DEMOS:
+        module = f"tests.fixtures.tiny_{demo.id}"
+        builder = getattr(importlib.import_module(module), "build_default", None) if importlib.util.find_spec(
+            module) else None
+        if builder is not None:
+            builder(root / demo.id / demo.weight_sets[0].name)
     return root
 
 
