@@ -17,6 +17,7 @@ import pytest
 import requests
 from PIL import Image
 
+import apps
 from apps import get_demo, spaces
 from shared import weights
 from shared.context import load_pipeline
@@ -25,15 +26,13 @@ from tests.fixtures import tiny_repos
 from tests.fixtures.hub_server import HubServer
 from tests.fixtures.tiny_tag2text import inferable_config
 
-REPOS = {"prax": "pragmatic-programs/pragmatic-ft-listener", "tag2text": "xinyu1205/recognize_anything_model",
-         "geodiffusion": "KaiChen1998/geodiffusion-nuimages-256x256", "molm3d": "Sihangli/3D-MoLM"}
+REPOS = {demo.id: demo.weight_sets[0].repo_id for demo in apps.DEMOS}  # each demo's default official weights
 
 
 @pytest.fixture(scope="module")
 def hub(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("repos")
-    files = {"prax": tiny_repos.prax_listener(), "tag2text": tiny_repos.tag2text(tmp),
-             "geodiffusion": tiny_repos.geodiffusion(tmp), "molm3d": tiny_repos.molm3d(tmp)}
+    files = {demo_id: tiny_repos.default_repo(demo_id, tmp) for demo_id in REPOS}
     server = HubServer().start()
     for demo_id, repo_id in REPOS.items():
         server.add_repo(repo_id, files[demo_id])
