@@ -63,9 +63,16 @@ def check_number(value, what: str, low: float, high: float | None = None, *, who
         raise UserInputError(f"{what} must be {kind} {span}; got {value!r:.40}.", argument=argument)
     if number < low or (high is not None and number > high):
         side = "below the minimum" if number < low else "above the maximum"
-        raise UserInputError(f"{what} must be {kind} {span}; got {number}, {side}.", argument=argument)
+        raise UserInputError(f"{what} must be {kind} {span}; got {_shown(number)}, {side}.", argument=argument)
     return int(number) if whole else float(number)
 
 
 def _limit(limit: float) -> str:
     return f"{limit:g}" if isinstance(limit, float) else f"{limit:,}"
+
+
+def _shown(number: float | int) -> str:
+    """A number for a sentence; an int too long for Python to print (over 4,300 digits) by its length."""
+    if isinstance(number, int) and number.bit_length() > 14_000:
+        return f"a number of about {int(number.bit_length() * math.log10(2)) + 1:,} digits"
+    return str(number)

@@ -129,7 +129,7 @@ class GeoDiffusionPage:
 
     def check_generate(self, layout_json: str | None, checkpoint: str | None, seed: Any = 0, steps: Any = None,
                        cfg: Any = None, num_images: Any = 1, epsilon_scaling: Any = None,
-                       sampler: Any = "default") -> dict[str, Any]:
+                       sampler: Any = "default") -> checks.GeoDiffusionInputs:
         """``GeoDiffusionPipeline.check_inputs`` for a page's (or the API's) inputs, before any weights load: the
         pipeline's arguments, normalised. A ``UserInputError`` names the page's input (``steps``, not
         ``num_inference_steps``), so Gradio's validator marks it."""
@@ -144,7 +144,7 @@ class GeoDiffusionPage:
             raise UserInputError(str(error), argument=PAGE_ARGUMENTS.get(error.argument, error.argument)) from None
 
     def check_api(self, layout_json: str | None, checkpoint: str | None, seed: Any = 0, steps: Any = None,
-                  cfg: Any = None, sampler: Any = "default") -> dict[str, Any]:
+                  cfg: Any = None, sampler: Any = "default") -> checks.GeoDiffusionInputs:
         """``check_generate`` for the named endpoint ``/generate``, whose parameters are these six."""
         return self.check_generate(layout_json, checkpoint, seed, steps, cfg, sampler=sampler)
 
@@ -154,7 +154,7 @@ class GeoDiffusionPage:
         """Check (no weights needed), then load the checkpoint (or download it, reporting bytes) and generate."""
         inputs = self.check_generate(layout_json, checkpoint, seed, steps, cfg, num_images, epsilon_scaling, sampler)
         with self.ctx.compute(checkpoint, on_download) as pipe:
-            return pipe(**inputs, callback=callback)
+            return pipe(**inputs.arguments(), callback=callback)
 
     def check_encode(self, layout_json: str | None, checkpoint: str | None) -> Layout:
         """The ``/encode_layout`` endpoint's check (no weights): a known checkpoint and a layout that fits it."""

@@ -4,6 +4,7 @@ does not wait for torch (``GeoDiffusionPipeline.check_inputs`` is ``check_inputs
 
 from __future__ import annotations
 
+from dataclasses import dataclass, fields
 from typing import Any
 
 from apps.geodiffusion.layout import (
@@ -21,10 +22,28 @@ from shared.errors import UserInputError
 from shared.validation import check_number
 
 
+@dataclass(frozen=True)
+class GeoDiffusionInputs:
+    """What ``check_inputs`` returns: ``__call__``'s arguments normalised, ready to run."""
+
+    layout: Layout
+    seed: int
+    num_images: int
+    num_inference_steps: int
+    guidance_scale: float
+    epsilon_scaling: float | None
+    shuffle_seed: int | None
+    sampler: str
+
+    def arguments(self) -> dict[str, Any]:
+        """``__call__``'s keyword arguments (shallow: the ``Layout`` stays one)."""
+        return {f.name: getattr(self, f.name) for f in fields(self)}
+
+
 def check_inputs(layout: str | dict | Layout | None, seed: Any = 0, num_images: Any = 1,
                  num_inference_steps: Any = None, guidance_scale: Any = None, epsilon_scaling: Any = None,
                  shuffle_seed: Any = None, sampler: Any = "default", *,
-                 config: GenerationConfig) -> dict[str, Any]:
+                 config: GenerationConfig) -> GeoDiffusionInputs:
     """Every check on a generation request, against a checkpoint's generation ``config`` (no weights needed).
 
     Returns ``__call__``'s arguments normalised (a ``Layout``, ints and floats, a sampler of ``SAMPLERS``, the
@@ -41,21 +60,21 @@ def check_inputs(layout: str | dict | Layout | None, seed: Any = 0, num_images: 
     if guidance_scale is None:
         guidance_scale = config.cfg_scale
     low, high = EPSILON_SCALING_RANGE
-    return {
-        "layout": layout,
-        "seed": check_number(seed, "The seed", 0, MAX_SEED, whole=True, argument="seed"),
-        "num_images": check_number(num_images, "The number of images", 1, MAX_IMAGES, whole=True,
-                                   argument="num_images"),
-        "num_inference_steps": check_number(num_inference_steps, "Steps", 1, MAX_STEPS, whole=True,
-                                            argument="num_inference_steps"),
-        "guidance_scale": check_number(guidance_scale, "The guidance scale (cfg)", 0.0, MAX_GUIDANCE,
-                                       argument="guidance_scale"),
-        "epsilon_scaling": None if epsilon_scaling is None else check_number(
+    return GeoDiffusionInputs(
+        layout=layout,
+        seed=check_number(seed, "The seed", 0, MAX_SEED, whole=True, argument="seed"),
+        num_images=check_number(num_images, "The number of images", 1, MAX_IMAGES, whole=True,
+                                argument="num_images"),
+        num_inference_steps=check_number(num_inference_steps, "Steps", 1, MAX_STEPS, whole=True,
+                                         argument="num_inference_steps"),
+        guidance_scale=check_number(guidance_scale, "The guidance scale (cfg)", 0.0, MAX_GUIDANCE,
+                                    argument="guidance_scale"),
+        epsilon_scaling=None if epsilon_scaling is None else check_number(
             epsilon_scaling, "The Epsilon Scaling factor", low, high, hint=" (try 1.005)", argument="epsilon_scaling"),
-        "shuffle_seed": None if shuffle_seed is None else check_number(
+        shuffle_seed=None if shuffle_seed is None else check_number(
             shuffle_seed, "The shuffle seed", 0, MAX_SEED, whole=True, argument="shuffle_seed"),
-        "sampler": sampler,
-    }
+        sampler=sampler,
+    )
 
 
 def _sampler(value: Any) -> str:

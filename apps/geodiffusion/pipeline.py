@@ -124,13 +124,13 @@ class GeoDiffusionPipeline(Pipeline):
         """
         inputs = self.check_inputs(layout, seed, num_images, num_inference_steps, guidance_scale, epsilon_scaling,
                                    shuffle_seed, sampler, config=self.config)
-        layout, steps, factor = inputs["layout"], inputs["num_inference_steps"], inputs["epsilon_scaling"]
-        sd = self.samplers[inputs["sampler"]]
-        prompt = encode_prompt(layout, self.config, shuffle_seed=inputs["shuffle_seed"])
+        layout, steps, factor = inputs.layout, inputs.num_inference_steps, inputs.epsilon_scaling
+        sd = self.samplers[inputs.sampler]
+        prompt = encode_prompt(layout, self.config, shuffle_seed=inputs.shuffle_seed)
         with self._lock:
             cond = self.prompt_embeddings(prompt)  # (1, 77, D)
             uncond = self.prompt_embeddings("")  # (1, 77, D): the empty prompt, as in training
-            generator = torch.Generator("cpu").manual_seed(inputs["seed"])  # same noise on every device
+            generator = torch.Generator("cpu").manual_seed(inputs.seed)  # same noise on every device
 
             def on_step_end(pipe, step, timestep, kwargs):
                 if callback is not None:
@@ -140,19 +140,19 @@ class GeoDiffusionPipeline(Pipeline):
             hook = None if factor is None else sd.unet.register_forward_hook(_epsilon_scaling_hook(factor))
             try:
                 images = sd(
-                    prompt_embeds=cond, negative_prompt_embeds=uncond, guidance_scale=inputs["guidance_scale"],
+                    prompt_embeds=cond, negative_prompt_embeds=uncond, guidance_scale=inputs.guidance_scale,
                     num_inference_steps=steps, height=self.config.height, width=self.config.width,
-                    num_images_per_prompt=inputs["num_images"], generator=generator,
+                    num_images_per_prompt=inputs.num_images, generator=generator,
                     callback_on_step_end=on_step_end,
                 ).images
             finally:
                 if hook is not None:
                     hook.remove()
         return GeoDiffusionOutput(
-            images=tuple(images), prompt=prompt, layout=layout, seed=inputs["seed"], num_inference_steps=steps,
-            guidance_scale=inputs["guidance_scale"], epsilon_scaling=factor,
-            dropped_boxes=tuple(self.dropped_boxes(layout, inputs["shuffle_seed"])),
-            width=self.config.width, height=self.config.height, sampler=inputs["sampler"],
+            images=tuple(images), prompt=prompt, layout=layout, seed=inputs.seed, num_inference_steps=steps,
+            guidance_scale=inputs.guidance_scale, epsilon_scaling=factor,
+            dropped_boxes=tuple(self.dropped_boxes(layout, inputs.shuffle_seed)),
+            width=self.config.width, height=self.config.height, sampler=inputs.sampler,
             scheduler=type(sd.scheduler).__name__)
 
 

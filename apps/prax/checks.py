@@ -4,6 +4,7 @@ first call after start does not wait for torch (``PraxPipeline.check_inputs`` is
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import NamedTuple
 
 from apps.prax import dsl
 from apps.prax.dsl import Example
@@ -22,10 +23,19 @@ MAX_K = 50
 MAX_SAMPLED_TOKENS = 250_000
 
 
-def check_inputs(examples: Sequence, k=DEFAULT_K, num_samples=DEFAULT_SAMPLES) -> tuple[tuple[Example, ...], int, int]:
+class PraxInputs(NamedTuple):
+    """What ``check_inputs`` returns: the request normalised, ready to run (a frozen tuple: it unpacks as
+    ``examples, k, num_samples``)."""
+
+    examples: tuple[Example, ...]
+    k: int
+    num_samples: int
+
+
+def check_inputs(examples: Sequence, k=DEFAULT_K, num_samples=DEFAULT_SAMPLES) -> PraxInputs:
     """All of PraX's input checks, without weights: the examples (count, length, characters, labels, no string both +
     and -: ``dsl.validate_examples``), ``k``, ``num_samples``, and the sampling work they make together
-    (``MAX_SAMPLED_TOKENS``). Returns them normalised."""
+    (``MAX_SAMPLED_TOKENS``). Returns them normalised as ``PraxInputs``."""
     examples = tuple(dsl.validate_examples(examples))
     k = check_number(k, "k (how many guesses)", 1, MAX_K, whole=True, argument="k")
     num_samples = check_number(num_samples, "The number of samples", 1, MAX_SAMPLES, whole=True,
@@ -36,4 +46,4 @@ def check_inputs(examples: Sequence, k=DEFAULT_K, num_samples=DEFAULT_SAMPLES) -
         raise UserInputError(f"{num_samples} samples over examples this long ({tokens:,} bytes for the listener) is "
                              f"more sampling than one request may do here; use at most {most} samples, or fewer or "
                              "shorter examples.", argument="num_samples")
-    return examples, k, num_samples
+    return PraxInputs(examples, k, num_samples)

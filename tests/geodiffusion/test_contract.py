@@ -81,11 +81,11 @@ def test_check_inputs_names_the_argument_without_weights(kwargs, argument, match
 def test_check_inputs_normalises_and_fills_the_checkpoint_defaults():
     inputs = GeoDiffusionPipeline.check_inputs('{"camera": "Back_Left", "bbox": [["Traffic Cone", 0, 0, 1, 1]]}',
                                                seed=3.0, num_images=2.0, config=NU)
-    assert inputs["layout"].camera == "back left" and inputs["layout"].boxes[0].label == "traffic_cone"
-    assert (inputs["seed"], inputs["num_images"]) == (3, 2) and type(inputs["seed"]) is int
-    assert (inputs["num_inference_steps"], inputs["guidance_scale"]) == (100, 5.0)  # nuImages' released config
-    assert inputs["epsilon_scaling"] is None and inputs["shuffle_seed"] is None
-    assert GeoDiffusionPipeline.check_inputs("", seed=2**63 - 1, config=COCO)["seed"] == 2**63 - 1  # exact
+    assert inputs.layout.camera == "back left" and inputs.layout.boxes[0].label == "traffic_cone"
+    assert (inputs.seed, inputs.num_images) == (3, 2) and type(inputs.seed) is int
+    assert (inputs.num_inference_steps, inputs.guidance_scale) == (100, 5.0)  # nuImages' released config
+    assert inputs.epsilon_scaling is None and inputs.shuffle_seed is None
+    assert GeoDiffusionPipeline.check_inputs("", seed=2**63 - 1, config=COCO).seed == 2**63 - 1  # exact
 
 
 @pytest.mark.parametrize(("args", "argument"), [
@@ -120,7 +120,7 @@ def test_checks_take_the_inputs_of_their_events(offline):
     with pytest.raises(UserInputError) as info:
         page.check_api("", CHECKPOINT, 0, 2, 4.0, "quick")
     assert info.value.argument == "sampler"
-    assert page.check_api("", CHECKPOINT, 0, None, 4.0, "fast")["num_inference_steps"] == 20
+    assert page.check_api("", CHECKPOINT, 0, None, 4.0, "fast").num_inference_steps == 20
 
 
 def test_callback_gets_int_steps_up_to_the_total(coco_pipeline):

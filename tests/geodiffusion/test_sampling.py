@@ -112,11 +112,11 @@ def test_an_unknown_sampler_is_a_user_error_naming_it(value):
 def test_check_inputs_normalises_the_sampler_and_fills_its_steps():
     nu, coco = KNOWN_CONFIGS["nuimages-256x256"], KNOWN_CONFIGS["coco-stuff-512x512"]
     check = GeoDiffusionPipeline.check_inputs
-    assert check("", config=nu)["sampler"] == check("", sampler=None, config=nu)["sampler"] == "default"
-    assert check("", sampler=" Fast ", config=nu)["sampler"] == "fast"
-    assert [check("", sampler=s, config=c)["num_inference_steps"] for c in (nu, coco) for s in SAMPLERS] == [
+    assert check("", config=nu).sampler == check("", sampler=None, config=nu).sampler == "default"
+    assert check("", sampler=" Fast ", config=nu).sampler == "fast"
+    assert [check("", sampler=s, config=c).num_inference_steps for c in (nu, coco) for s in SAMPLERS] == [
         100, FAST_SAMPLING_STEPS, 50, FAST_SAMPLING_STEPS]
-    assert check("", num_inference_steps=35, sampler="fast", config=coco)["num_inference_steps"] == 35
+    assert check("", num_inference_steps=35, sampler="fast", config=coco).num_inference_steps == 35
     assert (nu.official_scheduler, coco.official_scheduler) == ("PNDM", "DPM-Solver++")
 
 

@@ -327,8 +327,9 @@ def test_8_private_page_events_answer_wrong_kinds_with_sentences(warm_hub, publi
 @pytest.mark.parametrize(("data", "expected"), [
     (['{"bbox": [["car", 1' + "0" * 5000 + ', 0.1, 0.2, 0.2]]}', "nuimages-256x256", 0, 2, 5.0, "default"],
      "a number of thousands of digits"),
-    ([LAYOUT, "nuimages-256x256", 0, int("9" * 4000), 5.0, "default"], "Steps must be between 1 and 200; got 9999"),
-    ([LAYOUT, "nuimages-256x256", int("9" * 4000), 2, 5.0, "default"], "The seed must be between 0 and"),
+    ([LAYOUT, "nuimages-256x256", 0, int("9" * 4000), 5.0, "default"],
+     "Steps must be a whole number between 1 and 200; got 9999"),
+    ([LAYOUT, "nuimages-256x256", int("9" * 4000), 2, 5.0, "default"], "The seed must be a whole number between 0 and"),
 ])
 def test_9_geodiffusion_checks_refuse_numbers_of_thousands_of_digits(warm_hub, data, expected):
     answer = raw.call(warm_hub.url, "generate", data)

@@ -30,6 +30,12 @@ def test_pipeline_follows_the_contract(demo_id):
     assert isinstance(inspect.getattr_static(cls, "check_inputs"), staticmethod), "check_inputs needs no weights"
     assert cls.check_inputs is checks.check_inputs, "the pipeline's checks are the torch-free checks module's"
     assert cls.check_inputs is not Pipeline.check_inputs and cls.__call__ is not Pipeline.__call__
+    # check_inputs returns one frozen <Name>Inputs (a NamedTuple or a frozen dataclass), not a loose tuple or dict
+    inputs_name = cls.__name__.removesuffix("Pipeline") + "Inputs"
+    inputs = getattr(checks, inputs_name)
+    assert inspect.signature(checks.check_inputs).return_annotation in (inputs_name, inputs)
+    assert (issubclass(inputs, tuple) and hasattr(inputs, "_fields")) or (
+        dataclasses.is_dataclass(inputs) and inputs.__dataclass_params__.frozen)
     call = inspect.signature(cls.__call__).parameters
     assert call["callback"].kind is inspect.Parameter.KEYWORD_ONLY and call["callback"].default is None
     assert cls.components and all(isinstance(name, str) for name in cls.components), "declare its modules"

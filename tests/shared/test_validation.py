@@ -50,6 +50,7 @@ def test_check_number_accepts_numbers_in_range(value, whole, expected):
     (1.5, True, "must be a whole number between 0 and 10; got 1.5."),
     (-1, True, "got -1, below the minimum."),
     (10**4000, True, "above the maximum."),  # exact: an int of 4,001 digits has no float
+    pytest.param(10**6000, True, "got a number of about 6,001 digits, above the maximum.", id="6001-digits"),
     ("9" * 400, True, "between 0 and 10; got '9999"),  # a float would be inf: quoted back, cut to 40 characters
 ])
 def test_check_number_refuses_with_a_sentence_naming_the_argument(value, whole, fragment):
