@@ -24,8 +24,7 @@ PYTHON_VERSION = "3.11"
 SPACES_ROOT = REPO_ROOT / "spaces"
 HUB_SPACE = "hub"
 BASE_REQUIREMENTS = ("torch>=2.4", "numpy>=1.26", "pillow>=10.0", "safetensors>=0.4", "huggingface_hub>=0.34")
-COLOURS = {"geodiffusion": ("green", "blue"), "molm3d": ("purple", "pink"), "prax": ("yellow", "red"),
-           "tag2text": ("blue", "indigo"), HUB_SPACE: ("gray", "blue")}
+HUB_COLOURS = ("gray", "blue")  # the hub Space's card; each demo's Space declares its own (Demo.space_colours)
 # Code that never belongs in a Space upload: caches, and the Streamlit front end (apps/streamlit_*.py and each demo's
 # streamlit_page.py; a Space runs the Gradio app).
 def _skipped(rel: str) -> bool:
@@ -107,7 +106,7 @@ def _normalised(name: str) -> str:
 
 def demo_space(demo: Demo) -> SpaceFiles:
     p = demo.paper
-    colour_from, colour_to = COLOURS.get(demo.id, ("blue", "green"))
+    colour_from, colour_to = demo.space_colours
     fields = {
         "title": demo.title.split(":")[0] + " demo",
         "emoji": demo.emoji,
@@ -177,8 +176,8 @@ def hub_space() -> SpaceFiles:
     fields = {
         "title": "Paper Demo Hub",
         "emoji": "📄",
-        "colorFrom": COLOURS[HUB_SPACE][0],
-        "colorTo": COLOURS[HUB_SPACE][1],
+        "colorFrom": HUB_COLOURS[0],
+        "colorTo": HUB_COLOURS[1],
         "sdk": "gradio",
         "sdk_version": TESTED_GRADIO,
         "python_version": PYTHON_VERSION,

@@ -58,6 +58,7 @@ class Demo:
     pipeline: str  # "apps.<id>.pipeline:ClassName"
     page: str  # "apps.<id>.page" (module with build(ctx) -> gr.Blocks)
     emoji: str = "🧪"
+    space_colours: tuple[str, str] = ("blue", "green")  # its Space card's colorFrom and colorTo
     suggested_hardware: str = "cpu-basic"
     requirements: tuple[str, ...] = field(default_factory=tuple)
     cpu_dtype: str | None = None  # e.g. "bfloat16" for models too large for fp32 in RAM

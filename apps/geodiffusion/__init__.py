@@ -24,6 +24,7 @@ DEMO = Demo(
     summary="Draw labelled boxes and generate detection-ready images",
     paper=PAPER,
     emoji="🚗",
+    space_colours=("green", "blue"),
     suggested_hardware="a10g-small",
     weight_sets=tuple(
         WeightSet(name, f"Official GeoDiffusion checkpoint {name}: {what}.", repo_id=f"KaiChen1998/geodiffusion-{name}",

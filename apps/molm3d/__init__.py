@@ -27,6 +27,7 @@ DEMO = Demo(
     summary="Ask questions about a molecule and its 3D conformer",
     paper=PAPER,
     emoji="🧬",
+    space_colours=("purple", "pink"),
     suggested_hardware="a10g-large",
     weight_sets=(
         WeightSet("generalist", "Official 3D-MoLM generalist checkpoint with Uni-Mol and Llama-2-7B.",

@@ -24,6 +24,7 @@ DEMO = Demo(
     summary="Give example strings and get the regex you meant",
     paper=PAPER,
     emoji="🔤",
+    space_colours=("yellow", "red"),
     weight_sets=(
         WeightSet("pragmatic-ft-listener", "Official PraX listener (ByT5-small, self-play pragmatic training).",
                   repo_id="pragmatic-programs/pragmatic-ft-listener", allow_patterns=_BYT5_FILES,

@@ -22,6 +22,7 @@ DEMO = Demo(
     summary="Tag images and caption them, steered by your own tags",
     paper=PAPER,
     emoji="🏷️",
+    space_colours=("blue", "indigo"),
     suggested_hardware="t4-small",
     weight_sets=(
         WeightSet("tag2text-swin-14m", "Official Tag2Text Swin-B checkpoint (14M images).",
