@@ -86,16 +86,19 @@ def predict(url: str, call: dict):
 
 
 def wait_until_running(hub, application: str, limit_s: float) -> float:
-    """Seconds until Serve reports ``application`` RUNNING, read as ``demohub stats`` reads it (the operator file)."""
-    info = json.loads((hub.root / "state" / f"hub-{hub.url.rsplit(':', 1)[1]}.json").read_text())
-    start = time.monotonic()
+    """Seconds until Serve reports ``application`` RUNNING, read as ``demohub stats`` reads it (the operator file,
+    which the hub writes a moment after it first answers)."""
+    operator_file = hub.root / "state" / f"hub-{hub.url.rsplit(':', 1)[1]}.json"
+    start, seen = time.monotonic(), None
     while time.monotonic() - start < limit_s:
-        reply = httpx.get(info["url"] + OPERATOR_PATH, headers={"Authorization": f"Bearer {info['token']}"},
-                          timeout=10)
-        if reply.json().get("applications", {}).get(application) == "RUNNING":
-            return time.monotonic() - start
+        if operator_file.is_file():
+            info = json.loads(operator_file.read_text())
+            seen = httpx.get(info["url"] + OPERATOR_PATH, headers={"Authorization": f"Bearer {info['token']}"},
+                             timeout=10).json()
+            if seen.get("applications", {}).get(application) == "RUNNING":
+                return time.monotonic() - start
         time.sleep(0.5)
-    raise AssertionError(f"{application} was not running after {limit_s:.0f} s: {reply.json()}")
+    raise AssertionError(f"{application} was not running after {limit_s:.0f} s: {seen}")
 
 
 def test_first_calls_on_busy_cores_once_serve_is_up(ray_hub):
