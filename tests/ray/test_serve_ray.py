@@ -15,7 +15,7 @@ import psutil
 import pytest
 from PIL import Image
 
-from apps.serving import OPERATOR_PATH
+from apps import serving
 from tests.commands import busy_cores, start_hub
 from tests.conftest import free_port, tiny_hub_running
 from tests.hub.test_first_call import FIRST_JOIN_SECONDS, assert_answers, gradio_client_call, mcp_tool_call, timed_join
@@ -86,18 +86,17 @@ def predict(url: str, call: dict):
 
 
 def wait_until_running(hub, application: str, limit_s: float) -> float:
-    """Seconds until Serve reports ``application`` RUNNING, read as ``demohub stats`` reads it (the operator file,
-    which the hub writes a moment after it first answers)."""
-    operator_file = hub.root / "state" / f"hub-{hub.url.rsplit(':', 1)[1]}.json"
-    start, seen = time.monotonic(), None
-    while time.monotonic() - start < limit_s:
-        if operator_file.is_file():
-            info = json.loads(operator_file.read_text())
-            seen = httpx.get(info["url"] + OPERATOR_PATH, headers={"Authorization": f"Bearer {info['token']}"},
-                             timeout=10).json()
-            if seen.get("applications", {}).get(application) == "RUNNING":
-                return time.monotonic() - start
-        time.sleep(0.5)
+    """Seconds until Serve reports ``application`` RUNNING, read as ``demohub stats`` reads it
+    (``serving.read_operator_stats``; the hub writes its operator file a moment after it first answers)."""
+    port, start, seen = int(hub.url.rsplit(":", 1)[1]), time.monotonic(), None
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("DEMOHUB_STATE_DIR", str(hub.root / "state"))
+        while time.monotonic() - start < limit_s:
+            if serving.operator_file(port).is_file():
+                seen = serving.read_operator_stats(port)
+                if seen.get("applications", {}).get(application) == "RUNNING":
+                    return time.monotonic() - start
+            time.sleep(0.5)
     raise AssertionError(f"{application} was not running after {limit_s:.0f} s: {seen}")
 
 
