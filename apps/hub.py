@@ -26,6 +26,7 @@ from apps import catalog as papers  # noqa: E402
 from apps.settings import ServeSettings, add_arguments, from_args  # noqa: E402
 from apps.ui import look, notice  # noqa: E402
 from shared import weights  # noqa: E402
+from shared.api import Endpoint, Input  # noqa: E402
 from shared.context import DemoContext, import_pipeline_class  # noqa: E402
 from shared.errors import log, report  # noqa: E402
 from shared.pool import ModelPool, default_pool  # noqa: E402
@@ -116,21 +117,31 @@ def catalog_html(entries: list[papers.CatalogEntry]) -> str:
     return f"<p>{len(entries)} paper{'s' * (len(entries) != 1)}</p>" + "".join(rows)
 
 
-def catalog(query: str = "", only_demos: bool = False) -> list[dict]:
-    """Search the catalog of ICLR 2024 papers: those whose title or abstract contains every word of the query.
+ENDPOINTS = (  # the hub's own API functions (``shared.api``), beside each demo's
+    Endpoint(
+        name="catalog",
+        summary="Search the catalog of ICLR 2024 papers: those whose title or abstract contains every word of the "
+                "query.",
+        inputs=(Input("query", "text", 'words to look for, any case (e.g. "diffusion layout"), at most '
+                      f'{papers.MAX_QUERY_WORDS} words; "" lists every paper', default="",
+                      max_length=papers.MAX_QUERY_CHARS, example="diffusion"),
+                Input("only_demos", "boolean", "true keeps only the papers with a live demo on this hub",
+                      default=False, example=False)),
+        returns='[{"id", "title", "abstract", "arxiv_id", "url" (arXiv), "code_url", "demo" (its id on this hub, or '
+                "null)}]",
+        run="apps.hub:catalog",
+        check="apps.hub:check_catalog",
+        work="light",
+    ),
+)
 
-    Args:
-        query: words to look for, any case (e.g. "diffusion layout"), at most 200 characters and 20 words; default
-            "" lists every paper (36).
-        only_demos: true keeps only the papers with a live demo on this hub; default false.
-    Returns:
-        [{"id", "title", "abstract", "arxiv_id", "url" (arXiv), "code_url", "demo" (its id on this hub, or null)}]
-    """
+
+def catalog(ctx: None, query: str, only_demos: bool) -> list[dict]:
     return [e.as_dict() for e in papers.search(query, only_demos)]
 
 
-def check_catalog(query: str = "", only_demos: bool = False) -> None:
-    """The catalog search's check (parameter names = the endpoint's): bounded text, true/false."""
+def check_catalog(ctx: None, query: str, only_demos: bool) -> None:
+    """The catalog search's check: bounded text, true/false."""
     papers.check_query(query, only_demos)
 
 
@@ -152,8 +163,9 @@ def build_hub(pool: ModelPool | None = None, settings: ServeSettings | None = No
         listing = gr.HTML(catalog_html(papers.search()))
         for trigger in (query.submit, only_demos.change):
             trigger(lambda q, o: catalog_html(papers.search(q, o)), [query, only_demos], listing,
-                    api_visibility="private", validator=ui.validator(check_catalog))
-        ui.api(catalog, api_name="catalog", check=check_catalog)
+                    api_visibility="private", validator=ui.validator(papers.check_query))
+        for endpoint in ENDPOINTS:
+            ui.serve_endpoint(None, endpoint)
 
     for page in pages:
         with hub.route(page.demo.name, f"/{page.demo.id}"):

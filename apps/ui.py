@@ -13,12 +13,13 @@ import time
 import uuid
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import gradio as gr
 
 from apps import gradio_internals
 from apps.serving import EXAMPLES_ROUTE  # example files served by name: no page config names a server path
+from shared.api import Endpoint, Input, attribute
 from shared.context import DemoContext
 from shared.errors import UserInputError, user_message
 from shared.registry import Demo
@@ -143,28 +144,60 @@ def model_call(fn: Callable | None = None, *, duration: int = 120) -> Callable:
     return wrap(fn) if fn is not None else wrap
 
 
-def api(fn: Callable, *, api_name: str, check: Callable[..., Any] | None = None, **events: Any) -> Any:
-    """``gr.api(fn, api_name=...)`` with a ``validator`` (``gr.api`` has no such argument): ``check`` runs before the
-    call is queued, as on the page's own events (see ``validator``).
+def serve_endpoints(ctx: DemoContext) -> None:
+    """Every API function the demo declares (``Demo.endpoints()``, ``shared.api``) as a Gradio named endpoint, inside
+    the page being built: each is also an MCP tool, described from its declaration, and checked before it is queued
+    (its validator runs the declared limits, then the demo's check; the function runs them again, for routes without
+    a validator)."""
+    for endpoint in ctx.demo.endpoints():
+        serve_endpoint(ctx, endpoint)
 
-    The endpoint is also an MCP tool: Gradio names the tool after the function, so ``fn`` must be named ``api_name``
-    (one name for gradio_client, @gradio/client and MCP), and describes it from the docstring's summary and
-    ``Args:`` entries, which ``tool_docstring`` puts one per line."""
-    if getattr(fn, "__name__", None) != api_name:
-        raise ValueError(f"the function of /{api_name} is named {getattr(fn, '__name__', None)!r}; name it "
-                         f"{api_name!r}: MCP clients call it by its function's name")
-    if check is not None and list(inspect.signature(check).parameters) != list(inspect.signature(fn).parameters):
-        raise TypeError(f"the check of /{api_name} must take exactly the endpoint's parameters "
-                        f"{list(inspect.signature(fn).parameters)}")
-    if fn.__doc__:
-        fn.__doc__ = tool_docstring(fn.__doc__)
-    dep = gr.api(fn, api_name=api_name, **events)
+
+def serve_endpoint(ctx: DemoContext | None, endpoint: Endpoint) -> Any:
+    """One declared endpoint (of the demo of ``ctx``; None: the hub's own): a function whose signature, defaults and
+    docstring come from the declaration."""
+    defaults = endpoint.defaults(lambda i: ctx.default_weights(i.preference))
+    parameters = [inspect.Parameter(i.name, inspect.Parameter.POSITIONAL_OR_KEYWORD, annotation=_annotation(i),
+                                    default=defaults.get(i.name, inspect.Parameter.empty)) for i in endpoint.inputs]
+    returns = list[dict] if endpoint.returns.startswith("[") else dict
+    signature = inspect.Signature(parameters, return_annotation=returns)
+    for path, fn in ((endpoint.run, endpoint.runner()), (endpoint.check, endpoint.check and attribute(endpoint.check))):
+        if fn and list(inspect.signature(fn).parameters) != ["ctx", *signature.parameters]:
+            raise TypeError(f"{path} must take (ctx, {', '.join(signature.parameters)}): /{endpoint.name}'s "
+                            f"declared inputs, in order")
+
+    def call(*values, **named):
+        arguments = signature.bind(*values, **named)
+        arguments.apply_defaults()
+        endpoint.check_call(ctx, arguments.arguments)
+        return endpoint.runner()(ctx, **arguments.arguments)  # looked up per call, as the module holds it now
+
+    def check(*values):
+        endpoint.check_call(ctx, endpoint.arguments(values, defaults))
+
+    weight_names = [ws.name for ws in ctx.demo.weight_sets] if ctx is not None else []
+    for fn in (call, check):
+        fn.__name__ = fn.__qualname__ = endpoint.name  # MCP clients call the tool by its function's name
+        fn.__signature__ = signature
+        fn.__annotations__ = {p.name: p.annotation for p in parameters} | {"return": returns}
+    call.__doc__ = tool_docstring(endpoint.docstring(defaults, weight_names))
+    events = {"model": model_events, "bounded": work_events}.get(endpoint.work)
+    handler = model_call(call) if endpoint.work == "model" else user_errors(call)
+    dep = gr.api(handler, api_name=endpoint.name, **(events(ctx) if events else {}))
     block_fn = gradio_internals.endpoint_function(dep)
-    if block_fn.api_name != api_name:  # Gradio renames a taken name (e.g. a page handler of the same name) silently
-        raise ValueError(f"api_name {api_name!r} is taken; Gradio would serve this endpoint as {block_fn.api_name!r}")
-    if check is not None:
-        gradio_internals.set_validator(block_fn, validator(check))
+    if block_fn.api_name != endpoint.name:  # Gradio renames a taken name (a page handler's, say) silently
+        raise ValueError(f"api_name {endpoint.name!r} is taken; Gradio would serve this endpoint as "
+                         f"{block_fn.api_name!r}")
+    gradio_internals.set_validator(block_fn, validator(check))
     return dep
+
+
+def _annotation(i: Input) -> Any:
+    """The Python type Gradio reads an input's JSON schema from (the API page's, gradio_client's, MCP's)."""
+    kinds = {"text": str, "integer": int, "number": float, "boolean": bool, "weights": str, "records": list[dict],
+             "file": gr.FileData, "files": list[gr.FileData]}
+    kind = Literal[i.choices] if i.kind == "choice" else kinds[i.kind]  # type: ignore[valid-type]
+    return kind | None if i.default is None and i.kind != "weights" else kind
 
 
 _DOC_SECTIONS = ("Args:", "Parameters:", "Arguments:", "Returns:")
@@ -314,10 +347,12 @@ def validator(check: Callable[..., Any]) -> Callable[..., Any]:
     queued, so a bad input never takes a model slot. A ``UserInputError`` marks the input its ``argument`` names
     (matched to ``check``'s parameter names; the first input otherwise) with the error's sentence; the API client
     reads the same sentence. Any other exception lets the event through: the handler reports it with an error id.
+    A check marked with ``shared.errors.page_inputs`` names the page's input for an argument the errors name.
 
     ``check`` must take exactly the event's inputs, in order: Gradio fills any further parameter with its default,
     and a validator answering for more inputs than the event has is read as "valid"."""
     names = list(inspect.signature(check).parameters)
+    page_names = getattr(check, "page_inputs", {})  # shared.errors.page_inputs
 
     @functools.wraps(check)
     def validate(*inputs):
@@ -330,7 +365,8 @@ def validator(check: Callable[..., Any]) -> Callable[..., Any]:
             failed = None
         results = [gr.validate(True, "") for _ in inputs]
         if failed is not None:
-            at = names.index(failed.argument) if failed.argument in names[:len(inputs)] else 0
+            argument = page_names.get(failed.argument, failed.argument)
+            at = names.index(argument) if argument in names[:len(inputs)] else 0
             results[at] = gr.validate(False, str(failed))
         return results[0] if len(results) == 1 else results
 

@@ -39,7 +39,7 @@ def load_pipeline(demo: Demo, ws: WeightSet, folder: Path | None = None) -> Pipe
         return demo.pipeline_class().from_pretrained(folder, device=device, dtype=dtype)
 
 
-@dataclass
+@dataclass(eq=False)  # one context is one demo's serving state: compared and hashed by identity
 class DemoContext:
     demo: Demo
     pool: ModelPool = field(default_factory=default_pool)

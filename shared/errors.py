@@ -28,6 +28,18 @@ class UserInputError(DemoHubError, ValueError):
         self.argument = argument
 
 
+def page_inputs(**names: str):
+    """Declare on a page's check which of the page's inputs each argument name its errors carry is, where the two
+    differ (``@page_inputs(num_inference_steps="steps")``): ``apps.ui.validator`` marks that input. One declaration
+    instead of catching an error only to raise it again under another name (an endpoint's ``shared.api.Input``
+    declares the same with ``argument=``)."""
+    def mark(check):
+        check.page_inputs = names
+        return check
+
+    return mark
+
+
 class WeightsUnavailable(DemoHubError, FileNotFoundError):
     """Weights are neither bundled nor cached and cannot be downloaded now."""
 

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-import importlib
 from dataclasses import dataclass, field
+
+from shared.api import Endpoint, attribute
 
 
 @dataclass(frozen=True)
@@ -57,6 +58,7 @@ class Demo:
     weight_sets: tuple[WeightSet, ...]
     pipeline: str  # "apps.<id>.pipeline:ClassName"
     page: str  # "apps.<id>.page" (module with build(ctx) -> gr.Blocks)
+    api: str = ""  # "apps.<id>.api" (module declaring ENDPOINTS, ``shared.api``): the demo's API functions
     emoji: str = "🧪"
     space_colours: tuple[str, str] = ("blue", "green")  # its Space card's colorFrom and colorTo
     suggested_hardware: str = "cpu-basic"
@@ -87,20 +89,18 @@ class Demo:
         names = ", ".join(ws.name for ws in self.weight_sets)
         from shared.errors import UserInputError
 
-        raise UserInputError(f"Unknown weight set {name!r} for {self.id}; choose one of: {names}.")
+        raise UserInputError(f"Unknown weight set {name!r} for {self.id}; choose one of: {names}.", argument="weights")
 
     def pipeline_class(self):
-        return _attribute(self.pipeline)
+        return attribute(self.pipeline)
+
+    def endpoints(self) -> tuple[Endpoint, ...]:
+        """The demo's declared API functions (importing its api module: its checks, no torch)."""
+        return tuple(attribute(f"{self.api}:ENDPOINTS")) if self.api else ()
 
     def preview_html(self) -> str:
         """The card's picture ("" when the demo declares none)."""
-        return _attribute(self.preview)() if self.preview else ""
-
-
-def _attribute(path: str):
-    """``"package.module:name"`` -> that object, imported when first asked for."""
-    module, _, attr = path.partition(":")
-    return getattr(importlib.import_module(module), attr)
+        return attribute(self.preview)() if self.preview else ""
 
 
 def human_bytes(n: int) -> str:

@@ -41,6 +41,7 @@ DEMO = Demo(
     ),
     pipeline="apps.geodiffusion.pipeline:GeoDiffusionPipeline",
     page="apps.geodiffusion.page",
+    api="apps.geodiffusion.api",
     works_without_weights="the layout editor and the prompt the model reads",
     preview="apps.geodiffusion.actions:preview",
     embed_height=2900,

@@ -25,7 +25,6 @@ from apps.geodiffusion.layout import (
     TIMES_OF_DAY,
     WEATHERS,
     GenerationConfig,
-    Layout,
     encode_prompt,
     load_generation_config,
     load_layout_data,
@@ -33,7 +32,7 @@ from apps.geodiffusion.layout import (
 )
 from shared import weights
 from shared.context import DemoContext
-from shared.errors import UserInputError
+from shared.errors import UserInputError, page_inputs
 from shared.pipeline import Callback
 
 if TYPE_CHECKING:
@@ -44,8 +43,6 @@ WORKS_WITHOUT_WEIGHTS = "You can still draw layouts and see the prompt."
 TABLE_HEADERS = ["label", "x1", "y1", "x2", "y2"]
 PAGE_MAX_IMAGES = 4  # what the pages offer at once (the API takes up to layout.MAX_IMAGES)
 LAYOUT_FIELDS = (("camera", CAMERAS), ("timeofday", TIMES_OF_DAY), ("weather", WEATHERS))
-# The page's parameter names for the pipeline's arguments, so a check marks the input a person typed into.
-PAGE_ARGUMENTS = {"layout": "layout_json", "num_inference_steps": "steps", "guidance_scale": "cfg"}
 SCHEDULER_NAMES = {"PNDMScheduler": "PNDM", "DPMSolverMultistepScheduler": "DPM-Solver++"}
 # Seconds per 256² / 512² image on 2 CPU cores (fp32, full-size models): (fixed part, per UNet evaluation), as
 # benchmarks/geodiffusion_sampling.py estimates them from short calls (BENCHMARKS.md, "GeoDiffusion: fast sampling";
@@ -127,26 +124,15 @@ class GeoDiffusionPage:
         """The first example of the checkpoint's dataset, as layout JSON text."""
         return json.dumps(examples_for(self.config(name).dataset)[0][0])
 
+    @page_inputs(weights="checkpoint", layout="layout_json", num_inference_steps="steps", guidance_scale="cfg")
     def check_generate(self, layout_json: str | None, checkpoint: str | None, seed: Any = 0, steps: Any = None,
                        cfg: Any = None, num_images: Any = 1, epsilon_scaling: Any = None,
                        sampler: Any = "default") -> checks.GeoDiffusionInputs:
-        """``GeoDiffusionPipeline.check_inputs`` for a page's (or the API's) inputs, before any weights load: the
-        pipeline's arguments, normalised. A ``UserInputError`` names the page's input (``steps``, not
-        ``num_inference_steps``), so Gradio's validator marks it."""
-        try:
-            config = self.config(checkpoint)
-        except UserInputError as error:
-            raise UserInputError(str(error), argument="checkpoint") from None
-        try:
-            return checks.check_inputs(layout_json, seed, 1 if num_images is None else num_images, steps, cfg,
-                                       epsilon_scaling, None, sampler, config=config)
-        except UserInputError as error:
-            raise UserInputError(str(error), argument=PAGE_ARGUMENTS.get(error.argument, error.argument)) from None
-
-    def check_api(self, layout_json: str | None, checkpoint: str | None, seed: Any = 0, steps: Any = None,
-                  cfg: Any = None, sampler: Any = "default") -> checks.GeoDiffusionInputs:
-        """``check_generate`` for the named endpoint ``/generate``, whose parameters are these six."""
-        return self.check_generate(layout_json, checkpoint, seed, steps, cfg, sampler=sampler)
+        """``GeoDiffusionPipeline.check_inputs`` for the page's Generate inputs, before any weights load: the
+        pipeline's arguments, normalised. An error names the pipeline's argument (``num_inference_steps``); the
+        validator marks the page's input (``steps``, from ``page_inputs``)."""
+        return checks.check_inputs(layout_json, seed, 1 if num_images is None else num_images, steps, cfg,
+                                   epsilon_scaling, None, sampler, config=self.config(checkpoint))
 
     def generate(self, layout_json: str | None, checkpoint: str | None, seed: Any = 0, steps: Any = None,
                  cfg: Any = None, num_images: Any = 1, epsilon_scaling: Any = None, sampler: Any = "default",
@@ -156,23 +142,12 @@ class GeoDiffusionPage:
         with self.ctx.compute(checkpoint, on_download) as pipe:
             return pipe(**inputs.arguments(), callback=callback)
 
-    def check_encode(self, layout_json: str | None, checkpoint: str | None) -> Layout:
-        """The ``/encode_layout`` endpoint's check (no weights): a known checkpoint and a layout that fits it."""
-        try:
-            config = self.config(checkpoint)
-        except UserInputError as error:
-            raise UserInputError(str(error), argument="checkpoint") from None
-        try:
-            return parse_layout(layout_json, config)
-        except UserInputError as error:
-            raise UserInputError(str(error), argument="layout_json") from None
-
     def encode_layout(self, layout_json: str | None, checkpoint: str | None) -> LayoutEncoding:
         """The exact prompt for a layout and, where the checkpoint's tokenizer is on this server, its CLIP token count,
         input ids and the boxes the 77-token limit cuts; needs no weights."""
         from apps.geodiffusion.tokens import encode_layout
 
-        layout = self.check_encode(layout_json, checkpoint)
+        layout = parse_layout(layout_json, self.config(checkpoint))
         name = self.ctx.demo.weight_set(checkpoint or self.ctx.default_weights()).name
         try:
             tokenizer = self.tokenizer(name)

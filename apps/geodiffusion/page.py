@@ -11,7 +11,6 @@ import html
 import json
 from pathlib import Path
 from types import SimpleNamespace
-from typing import Literal
 
 import gradio as gr
 
@@ -20,10 +19,7 @@ from apps.geodiffusion import actions
 from apps.geodiffusion.actions import WORKS_WITHOUT_WEIGHTS, GeoDiffusionPage
 from apps.geodiffusion.layout import (
     CAMERAS,
-    FAST_SAMPLING_STEPS,
-    KNOWN_CONFIGS,
     MAX_GUIDANCE,
-    MAX_SEED,
     MAX_STEPS,
     TIMES_OF_DAY,
     WEATHERS,
@@ -46,47 +42,6 @@ EDITOR_HTML = """
 </div>
 """
 PRIVATE = {"api_visibility": "private"}
-API_DOC = f"""Generate an image from a layout of labelled boxes with an official GeoDiffusion checkpoint
-    (Stable Diffusion reading the boxes as location tokens); needs the checkpoint's weights.
-
-Args:
-    layout_json: the layout as JSON text in the official format, e.g. {{"camera": "front", "bbox": [["car", 0.1,
-        0.4, 0.3, 0.6]]}}: each box is [label, x1, y1, x2, y2] with coordinates as fractions of the image in [0, 1]
-        (x1, y1 top-left; x2, y2 bottom-right), labels from the checkpoint's classes (nuImages: car, truck,
-        pedestrian, ...; COCO-Stuff: the 171 COCO-Stuff classes); camera (front, front left, front right, back,
-        back left, back right), timeofday (daytime, night) and weather (sunny, rain) apply to the nuImages
-        checkpoints; at most 22 boxes (nuImages) or 18 (COCO-Stuff), 20,000 characters.
-    checkpoint: one of {", ".join(KNOWN_CONFIGS)} (only those whose weights are on this server can run).
-    seed: random seed, a whole number from 0 to {MAX_SEED:,}; default 0 (same seed, same image).
-    steps: denoising steps, 1 to {MAX_STEPS}; default (null): the checkpoint's (100 nuImages, 50 COCO-Stuff), or
-        {FAST_SAMPLING_STEPS} with sampler "fast".
-    cfg: classifier-free guidance scale, 0 to {MAX_GUIDANCE:g}; default (null): the checkpoint's (5.0 nuImages, 4.0
-        or 4.5 COCO-Stuff).
-    sampler: "default" (the checkpoint's official scheduler: PNDM for nuImages, DPM-Solver++ for COCO-Stuff) or
-        "fast" (DPM-Solver++, {FAST_SAMPLING_STEPS} steps unless steps are given: 2.4x (COCO-Stuff) to 4.8x
-        (nuImages) less time per image on the CPU; the same seed gives a different image than the official one's).
-Returns:
-    {{"images": [one PNG data URL], "prompt", "layout" (official format), "seed", "num_inference_steps",
-    "guidance_scale", "epsilon_scaling" (null), "dropped_boxes" (indices of boxes CLIP's 77 tokens cut), "width",
-    "height", "sampler", "scheduler" (the diffusers scheduler that ran), "warnings"}}
-"""
-ENCODE_DOC = f"""The exact prompt GeoDiffusion reads for a layout, its CLIP token count and which boxes the
-    77-token limit cuts; needs no model weights (check a layout before generating).
-
-Args:
-    layout_json: the layout as JSON text, in the same format as generate's, e.g. {{"camera": "front", "bbox":
-        [["car", 0.1, 0.4, 0.3, 0.6]]}} (boxes [label, x1, y1, x2, y2], coordinates fractions in [0, 1]); at most
-        20,000 characters.
-    checkpoint: one of {", ".join(KNOWN_CONFIGS)}; default {{default}}: its generation config sets the prompt
-        template, the location-token grid and the classes.
-Returns:
-    {{"checkpoint", "prompt", "layout", "generation_config" ("checkpoint": its file here; "released": the published
-    values), "location_grid", "width", "height", "token_count" (with BOS and EOS; null when the checkpoint's
-    tokenizer is not on this server), "max_tokens" (77), "input_ids" (the 77 ids the text encoder reads),
-    "dropped_boxes", "warnings"}}
-"""
-
-
 def build(ctx: DemoContext) -> gr.Blocks:
     page = GeoDiffusionPage(ctx)
     first = ctx.default_weights()
@@ -117,7 +72,7 @@ def build(ctx: DemoContext) -> gr.Blocks:
         ui.embed_section(ctx.demo, blocks)
         _wire_layout(page, w)
         _wire_generation(ctx, page, w)
-        _api(ctx, page)
+        ui.serve_endpoints(ctx)
     return blocks
 
 
@@ -191,27 +146,6 @@ def _wire_generation(ctx: DemoContext, page: GeoDiffusionPage, w: SimpleNamespac
     ui.WeightsView(ctx, [w.checkpoint], w.weight_note, WORKS_WITHOUT_WEIGHTS).follow(generated)
     w.show_boxes.change(actions.gallery_items, [w.result, w.show_boxes], w.gallery, **PRIVATE)
     w.export.click(export_dataset, w.result, w.export_file, **PRIVATE)
-
-
-def _api(ctx: DemoContext, page: GeoDiffusionPage) -> None:
-    """The named endpoints (and MCP tools) ``/generate`` (the pipeline's output as ``to_dict()``) and
-    ``/encode_layout`` (no weights), both checked before they are queued."""
-    default = ctx.default_weights()
-
-    @ui.model_call
-    def generate(layout_json: str, checkpoint: str, seed: int = 0, steps: int | None = None,
-                 cfg: float | None = None, sampler: Literal["default", "fast"] = "default") -> dict:
-        return page.generate(layout_json, checkpoint, seed, steps, cfg, sampler=sampler).to_dict()
-
-    @ui.user_errors
-    def encode_layout(layout_json: str, checkpoint: str = default) -> dict:
-        return page.encode_layout(layout_json, checkpoint).to_dict()
-
-    generate.__doc__ = API_DOC  # the API page's and the MCP tool's description
-    encode_layout.__doc__ = ENCODE_DOC.replace("{default}", default)
-    ui.api(generate, api_name="generate", check=page.check_api, **ui.model_events(ctx))
-    # No model and no GPU: outside the demo's model queue group.
-    ui.api(encode_layout, api_name="encode_layout", check=page.check_encode)
 
 
 def _layout_column(start: str, config):

@@ -37,6 +37,7 @@ DEMO = Demo(
     ),
     pipeline="apps.molm3d.pipeline:MoLM3DPipeline",
     page="apps.molm3d.page",
+    api="apps.molm3d.api",
     works_without_weights="the conformer, its 2D and 3D views and the RDKit table",
     preview="apps.molm3d.actions:preview",
     embed_height=2260,

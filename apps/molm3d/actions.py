@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 from apps.molm3d import checks
 from apps.molm3d.checks import MoLM3DInputs
 from apps.molm3d.conformer import DEFAULT_SEED, MAX_INPUT_CHARS
-from apps.molm3d.tasks import TASKS, get_task
+from apps.molm3d.tasks import TASKS
 from shared.errors import UserInputError
 from shared.pipeline import Callback
 
@@ -81,42 +81,6 @@ def check_ask(smiles: str | None, sdf: str | None, task: str | None, question: s
     return _check(smiles, sdf, task=task, question=question, seed=seed)
 
 
-def api_request(smiles: str, question: str = "") -> dict[str, Any]:
-    """The ``/ask`` endpoint's arguments as ``MoLM3DPipeline`` arguments: a ``question`` that names a task (e.g.
-    'logp', 'Molecular Weight', 'caption') asks that task; any other is a free question; none asks for a caption."""
-    task = None
-    if isinstance(question, str) and question.strip():
-        try:
-            task = get_task(question, None).key
-        except UserInputError:
-            task = "description"
-    elif question is not None and not isinstance(question, str):
-        task = "description"  # check_inputs refuses a question that is not text
-    return {"molecule": smiles, "question": question, "task": task}
-
-
-def check_api(smiles: str, question: str = "") -> MoLM3DInputs:
-    """The ``/ask`` endpoint's check (parameter names = the endpoint's)."""
-    request = api_request(smiles, question)
-    try:
-        return checks.check_inputs(request.pop("molecule"), **request)
-    except UserInputError as error:
-        if error.argument != "molecule":
-            raise
-        raise UserInputError(str(error), argument="smiles") from None
-
-
-def check_properties(smiles: str, seed: int = DEFAULT_SEED) -> None:
-    """The ``/molecule_properties`` endpoint's check (parameter names = the endpoint's): the molecule and the seed."""
-    from apps.molm3d.properties import check_inputs
-
-    try:
-        check_inputs(smiles, seed)
-    except UserInputError as error:
-        where = "smiles" if error.argument == "molecule" else error.argument
-        raise UserInputError(str(error), argument=where) from None
-
-
 # -- running ---------------------------------------------------------------------------------------------------
 
 
@@ -160,22 +124,6 @@ def ask(ctx: DemoContext, smiles: str | None, sdf: str | None, task: str | None,
     """Views plus the model's answer; everything is checked first."""
     view = _view(check_ask(smiles, sdf, task, question, weights_name, seed))
     return view, answer(ctx, view, task, question, weights_name, callback, on_download)
-
-
-def ask_api(ctx: DemoContext, smiles: str, question: str = "") -> dict[str, Any]:
-    """The ``/ask`` endpoint: exactly ``MoLM3DOutput.to_dict()``."""
-    check_api(smiles, question)
-    with ctx.compute() as pipe:
-        return pipe(**api_request(smiles, question)).to_dict()
-
-
-def molecule_properties(smiles: str, seed: int = DEFAULT_SEED) -> dict[str, Any]:
-    """The ``/molecule_properties`` endpoint: RDKit's reference values and conformer, no weights;
-    exactly ``MoleculeProperties.to_dict()``."""
-    from apps.molm3d.properties import molecule_properties
-
-    check_properties(smiles, seed)
-    return molecule_properties(smiles, seed).to_dict()
 
 
 # -- display ---------------------------------------------------------------------------------------------------

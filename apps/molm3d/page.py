@@ -79,7 +79,7 @@ def build(ctx: DemoContext) -> gr.Blocks:
             ask_with_views, [i["smiles"], i["sdf"], i["task"], i["question"], i["weights"], i["seed"]],
             [*shown, o["answer"]], validator=ui.validator(actions.check_ask), api_visibility="private",
             **ui.model_events(ctx)))
-        _api(ctx)
+        ui.serve_endpoints(ctx)
     return demo
 
 
@@ -93,47 +93,6 @@ def _first_view(*shown: gr.components.Component) -> None:
         return
     for component, value in zip(shown, values, strict=True):
         component.value = value
-
-
-def _api(ctx: DemoContext) -> None:
-    """The named endpoints (and MCP tools) ``ask`` (the model) and ``molecule_properties`` (RDKit only)."""
-
-    @ui.model_call
-    def ask(smiles: str, question: str = "") -> dict:
-        """Ask 3D-MoLM (Llama-2-7B reading a 3D molecule encoder) about a molecule; needs its ~14 GB of weights.
-
-        Args:
-            smiles: the molecule as a SMILES string (or an SDF/MOL block as text), 1 to 256 heavy atoms.
-            question: a free question (at most 2,000 characters; the model reads the first 64), or a task
-                name: 'caption', 'molecular_weight', 'logp', 'tpsa', 'complexity', 'homo', 'lumo',
-                'homo_lumo_gap', 'scf_energy'; default "" asks for a description.
-        Returns:
-            {"smiles", "task", "instruction", "prompt", "text" (the answer), "value" and "unit" (the number read
-            from it, property tasks), "reference" (RDKit's value where it computes one), "notes", "difference"}
-        """
-        return actions.ask_api(ctx, smiles, question)
-
-    @ui.user_errors
-    def molecule_properties(smiles: str, seed: int = actions.DEFAULT_SEED) -> dict:
-        """RDKit reference values and the 3D conformer 3D-MoLM would read, for one molecule; needs no model weights.
-
-        Args:
-            smiles: the molecule as a SMILES string (or an SDF/MOL block as text), 1 to 256 heavy atoms,
-                e.g. "CC(=O)Oc1ccccc1C(=O)O".
-            seed: the ETKDG embedding seed, a whole number from 0 to 2,147,483,647; default 42 (same seed,
-                same conformer).
-        Returns:
-            {"smiles", "canonical_smiles", "formula", "num_atoms" (with hydrogens), "num_heavy_atoms",
-            "properties": [{"key", "name", "unit", "value", "method"}] (molecular weight g/mol, LogP, TPSA Å²
-            from RDKit; value null where RDKit cannot compute one), "conformer": {"method", "seed", "mmff_energy"
-            (kcal/mol), "used_fallback", "xyz" (heavy atoms, Å, centred)}, "notes"}
-        """
-        return actions.molecule_properties(smiles, seed)
-
-    ui.api(ask, api_name="ask", check=actions.check_api, **ui.model_events(ctx))
-    # No model and no GPU: outside the demo's model queue group, like the page's "Show conformer".
-    ui.api(molecule_properties, api_name="molecule_properties", check=actions.check_properties,
-           **ui.work_events(ctx))
 
 
 if __name__ == "__main__":

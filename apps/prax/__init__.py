@@ -42,6 +42,7 @@ DEMO = Demo(
     ),
     pipeline="apps.prax.pipeline:PraxPipeline",
     page="apps.prax.page",
+    api="apps.prax.api",
     preview="apps.prax.actions:preview",
     embed_height=1400,
     requirements=("transformers>=4.50", "regex>=2024.0", "greenery>=4.2"),

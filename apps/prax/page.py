@@ -1,8 +1,8 @@
 """PraX page: type labelled strings, see a literal and a pragmatic listener's regex guesses side by side.
 
 Layout and wiring only: what each button does is apps/prax/actions.py (shared with the Streamlit page), inference
-is apps/prax/pipeline.py through ``ctx.compute``. Named API endpoints: ``/synthesize`` and ``/suggest``, each
-returning the pipeline output's ``to_dict()``.
+is apps/prax/pipeline.py through ``ctx.compute``. The named API endpoints ``/synthesize`` and ``/suggest``
+are declared in api.py.
 """
 
 from __future__ import annotations
@@ -37,7 +37,7 @@ def build(ctx: DemoContext) -> gr.Blocks:
         ui.embed_section(ctx.demo, page)
         _wire_examples(w)
         _wire_models(ctx, w)
-        _api(ctx)
+        ui.serve_endpoints(ctx)
     return page
 
 
@@ -169,44 +169,6 @@ def _wire_models(ctx: DemoContext, w: SimpleNamespace) -> None:
         w.suggest.click(ui.model_call(suggest_example), [w.examples, w.pragmatic_weights],
                         [w.suggestion, w.suggestion_md, w.accept],
                         validator=ui.validator(actions.check_suggest_example), **ui.model_events(ctx), **INTERNAL))
-
-
-def _api(ctx: DemoContext) -> None:
-    """The named endpoints (and MCP tools) ``synthesize`` and ``suggest``."""
-    pragmatic = ctx.default_weights(actions.PRAGMATIC_PREFERENCE)
-    names = ", ".join(ws.name for ws in ctx.demo.weight_sets)
-
-    def synthesize(examples: list[dict], weights: str = pragmatic, k: int = actions.SHOWN) -> dict:
-        """Guess the regular expression a person means from strings it should and should not match (PraX listener).
-
-        Args:
-            examples: the labelled strings, a list of {"string": str, "label": "+" or "-"} ("+": should match, "-":
-                should not); 1 to 30 examples, each string 1 to 100 printable ASCII characters, no string both + and -.
-            weights: the listener's weight set; default "{pragmatic}"; one of {names} (the bundled tiny-* ones are
-                always here, the official ones only where the operator has downloaded them).
-            k: how many guesses to return, 1 to 50; default 5.
-        Returns:
-            {"weights", "examples", "candidates": [{"program", "logprob", "probability", "matches", "count"}] best
-            first (matches: whether the program matches each example), "n_samples", "n_consistent", "n_unique"}
-        """
-        return actions.synthesize(ctx, examples, weights, k=k).to_dict()
-
-    def suggest(examples: list[dict]) -> dict:
-        """The most informative next example for the PraX listener's current top guess (RSA over its candidates).
-
-        Args:
-            examples: the labelled strings so far, a list of {"string": str, "label": "+" or "-"}; 1 to 30 examples,
-                each string 1 to 100 printable ASCII characters.
-        Returns:
-            {"example": {"string", "label"}, "speaker_probability", "assumed_program", "n_programs", "n_candidates",
-            "remaining", "method", "note"}
-        """
-        return actions.suggest(ctx, examples, pragmatic).to_dict()
-
-    synthesize.__doc__ = synthesize.__doc__.replace("{pragmatic}", pragmatic).replace("{names}", names)
-    events = ui.model_events(ctx)
-    ui.api(ui.model_call(synthesize), api_name="synthesize", check=actions.check_synthesize, **events)
-    ui.api(ui.model_call(suggest), api_name="suggest", check=actions.check_suggest, **events)
 
 
 if __name__ == "__main__":

@@ -31,6 +31,7 @@ DEMO = Demo(
     ),
     pipeline="apps.tag2text.pipeline:Tag2TextPipeline",
     page="apps.tag2text.page",
+    api="apps.tag2text.api",
     preview="apps.tag2text.actions:preview",
     embed_height=1580,
     requirements=("transformers>=4.50",),

@@ -19,7 +19,7 @@ from apps.tag2text.config import OFFICIAL_THRESHOLD
 from apps.tag2text.images import IMAGE_SUFFIXES
 from shared import device
 from shared.context import DemoContext
-from shared.errors import UserInputError
+from shared.errors import UserInputError, page_inputs
 from shared.pipeline import Callback
 
 if TYPE_CHECKING:  # the pipeline module imports torch: pages import it only when a check or a run needs it
@@ -102,34 +102,16 @@ def precision_note() -> str:
 # -- checks (Gradio validators, before queueing; the pipeline runs the same ones again) --------------------------------
 
 
-def check_image(image: Any, threshold: Any, user_tags: Any) -> Tag2TextInputs:
-    """The ``tag_image`` endpoint's inputs: ``UserInputError.argument`` is "image", "threshold" or "user_tags"."""
-    return _checked(api_file(image, "image"), threshold, user_tags, images_input="image")
-
-
-def check_batch(files: Any, threshold: Any, user_tags: Any) -> Tag2TextInputs:
-    """The ``tag_batch`` endpoint's inputs: ``UserInputError.argument`` is "files", "threshold" or "user_tags"."""
-    return _checked(api_files(files, "files"), threshold, user_tags, images_input="files")
-
-
+@page_inputs(images="image")
 def check_image_tab(image: Any, threshold: Any, user_tags: Any, weights_name: str | None) -> Tag2TextInputs:
     """The "One image" tab's inputs (the weights choice is the page's server-side state: nothing to check)."""
-    return _checked(upload_path(image), threshold, user_tags, images_input="image")
+    return checks.check_inputs(upload_path(image), threshold, user_tags)
 
 
+@page_inputs(images="files")
 def check_batch_tab(files: Any, threshold: Any, user_tags: Any, weights_name: str | None) -> Tag2TextInputs:
     """The "Batch" tab's inputs (as ``check_image_tab``)."""
-    return _checked(upload_paths(files), threshold, user_tags, images_input="files")
-
-
-def _checked(images: Any, threshold: Any, user_tags: Any, images_input: str) -> Tag2TextInputs:
-    """``check_inputs``, its error naming the page's own input where the pipeline says "images"."""
-    try:
-        return checks.check_inputs(images, threshold, user_tags)
-    except UserInputError as error:
-        if error.argument != "images":
-            raise
-        raise UserInputError(str(error), argument=images_input) from None
+    return checks.check_inputs(upload_paths(files), threshold, user_tags)
 
 
 # -- runs ------------------------------------------------------------------------------------------------------------

@@ -1,8 +1,8 @@
 """The Tag2Text Gradio page: one image (tags with scores, caption, your tags) or a batch (table + CSV/JSON).
 
 Layout and wiring only: what the page does is in actions.py. Every model event is checked before it is queued
-(``actions.check_image`` / ``check_batch``, the pipeline's ``check_inputs``). The named API endpoints ``tag_image``
-and ``tag_batch`` answer ``Tag2TextOutput.to_dict()``.
+(``actions.check_image_tab`` / ``check_batch_tab``, the pipeline's ``check_inputs``). The named API endpoints
+``tag_image`` and ``tag_batch`` are declared in api.py and answer ``Tag2TextOutput.to_dict()``.
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ def build(ctx: DemoContext) -> gr.Blocks:
             _one_image_tab(ctx, selected, view, threshold, user_tags)
         with gr.Tab("Batch"):
             _batch_tab(ctx, selected, view, threshold, user_tags)
-        _api_endpoints(ctx)
+        ui.serve_endpoints(ctx)
         ui.embed_section(ctx.demo, demo)
     return demo
 
@@ -102,44 +102,6 @@ def _batch_tab(ctx: DemoContext, selected, view: ui.WeightsView, threshold, user
     view.follow(run.click(tag_batch_for_page, [files, threshold, user_tags, selected], [table, downloads, note],
                           validator=ui.validator(actions.check_batch_tab), api_visibility="private",
                           **ui.model_events(ctx)))
-
-
-def _api_endpoints(ctx: DemoContext) -> None:
-    """The named endpoints (and MCP tools) ``tag_image`` and ``tag_batch``."""
-
-    def tag_image(image: gr.FileData, threshold: float = actions.DEFAULT_THRESHOLD, user_tags: str = "") -> dict:
-        """Tag one image with Tag2Text and caption it (the caption follows your tags if you give any).
-
-        Args:
-            image: the image (JPEG, PNG, WebP, BMP, GIF or TIFF; at most 25 MB by default and 50 megapixels). Over
-                MCP send it as a data URI ("data:image/png;base64,..."); a web address (http/https) is refused unless
-                the operator started the hub with --allow-url-inputs.
-            threshold: a tag is kept when its score is above this, 0 to 1; default 0.68 (the official value; person,
-                man and woman keep 0.7).
-            user_tags: optional comma-separated tags (at most 1,000 characters) that replace the recognised ones
-                for the caption; default "" (caption from the recognised tags).
-        Returns:
-            {"results": [{"name", "tags": [{"index", "name", "score"}], "caption", "user_tags", "caption_tags"}],
-            "threshold", "skipped"}: one result for the image.
-        """
-        return actions.tag_image(ctx, actions.api_file(image, "image"), threshold, user_tags).to_dict()
-
-    def tag_batch(files: list[gr.FileData], threshold: float = actions.DEFAULT_THRESHOLD, user_tags: str = "") -> dict:
-        """Tag and caption several images, or zip archives of images, with Tag2Text (one result per image, in order).
-
-        Args:
-            files: image files and/or zip archives of images, at most 64 images and 250 megapixels in all. Over MCP
-                send each as a data URI ("data:image/png;base64,..."); web addresses only where the operator allows
-                them (--allow-url-inputs).
-            threshold: a tag is kept when its score is above this, 0 to 1; default 0.68.
-            user_tags: optional comma-separated tags that steer every caption; default "".
-        Returns:
-            the same form as tag_image, one entry of "results" per image; "skipped" names unreadable zip members.
-        """
-        return actions.tag_batch(ctx, actions.api_files(files, "files"), threshold, user_tags).to_dict()
-
-    ui.api(ui.model_call(tag_image), api_name="tag_image", check=actions.check_image, **ui.model_events(ctx))
-    ui.api(ui.model_call(tag_batch), api_name="tag_batch", check=actions.check_batch, **ui.model_events(ctx))
 
 
 if __name__ == "__main__":

@@ -98,29 +98,41 @@ def test_check_inputs_normalises_and_fills_the_checkpoint_defaults():
     (("", CHECKPOINT, 0, 2, 4.0, 1, 2.0), "epsilon_scaling"),
     (("", CHECKPOINT, 0, 2, 4.0, 1, None, "turbo"), "sampler"),
 ])
-def test_the_page_check_names_the_page_input(offline, args, argument):
+def test_the_page_validator_marks_the_page_input(offline, args, argument):
+    """The check names the pipeline's argument (num_inference_steps); its page_inputs declaration maps it to the
+    page's input (steps), which the validator marks."""
+    from apps import ui
+
     page = GeoDiffusionPage(DemoContext(DEMO, ModelPool(budget_bytes=10**9)))
-    with pytest.raises(UserInputError) as info:
-        page.check_generate(*args)
-    assert info.value.argument == argument
-    assert argument in inspect.signature(page.check_generate).parameters
+    names = list(inspect.signature(page.check_generate).parameters)
+    values = [*args, *[None, None, "default"][len(args) - 5:]][:len(names)]
+    results = ui.validator(page.check_generate)(*values)
+    assert [r["is_valid"] for r in results].count(False) == 1
+    assert names[[r["is_valid"] for r in results].index(False)] == argument
 
 
 def test_checks_take_the_inputs_of_their_events(offline):
-    """Gradio's validator marks the input whose name the error's argument is: the check's parameters are the
-    event's inputs (the page's Generate button; the named endpoint's six parameters)."""
-    page = GeoDiffusionPage(DemoContext(DEMO, ModelPool(budget_bytes=10**9)))
+    """Gradio's validator marks the input whose name the error's argument is: the page check's parameters are the
+    Generate button's inputs, and the named endpoint's (declared in apps/geodiffusion/api.py) its six inputs, the
+    pipeline's names for them (num_inference_steps) reported under the public ones (steps)."""
+    ctx = DemoContext(DEMO, ModelPool(budget_bytes=10**9))
+    page = GeoDiffusionPage(ctx)
+    generate = {e.name: e for e in DEMO.endpoints()}["generate"]
     api = ["layout_json", "checkpoint", "seed", "steps", "cfg"]
-    assert list(inspect.signature(page.check_api).parameters) == [*api, "sampler"]
+    assert [i.name for i in generate.inputs] == [*api, "sampler"]
     assert list(inspect.signature(page.check_generate).parameters) == [*api, "num_images", "epsilon_scaling",
                                                                        "sampler"]
-    with pytest.raises(UserInputError) as info:
-        page.check_api("", CHECKPOINT, 0, 2, -1.0)
-    assert info.value.argument == "cfg"
-    with pytest.raises(UserInputError) as info:
-        page.check_api("", CHECKPOINT, 0, 2, 4.0, "quick")
-    assert info.value.argument == "sampler"
-    assert page.check_api("", CHECKPOINT, 0, None, 4.0, "fast").num_inference_steps == 20
+
+    def call(**changes):
+        return generate.check_call(ctx, {"layout_json": "", "checkpoint": CHECKPOINT, "seed": 0, "steps": 2,
+                                         "cfg": 4.0, "sampler": "default"} | changes)
+
+    for changes, argument in [({"cfg": -1.0}, "cfg"), ({"sampler": "quick"}, "sampler"), ({"steps": 0}, "steps"),
+                              ({"layout_json": "{not json"}, "layout_json")]:
+        with pytest.raises(UserInputError) as info:
+            call(**changes)
+        assert info.value.argument == argument, changes
+    assert call(steps=None, sampler="fast").num_inference_steps == 20
 
 
 def test_callback_gets_int_steps_up_to_the_total(coco_pipeline):
@@ -178,7 +190,7 @@ def test_bad_input_is_refused_before_the_queue(served_page):
 
     ctx, url = served_page
     client = Client(url, verbose=False)
-    with pytest.raises(Exception, match=r"- steps: Steps must be a whole number between 1 and 200; got 500") as info:
+    with pytest.raises(Exception, match=r"- steps: steps must be a whole number between 1 and 200; got 500") as info:
         client.predict(LAYOUT, CHECKPOINT, 5, 500, 4.0, api_name="/generate")
     assert type(info.value).__name__ == "ValidationError"
     with pytest.raises(Exception, match=r"- layout_json: .*Box 1 \(car\).*x2 > x1"):

@@ -21,12 +21,13 @@ from PIL import Image
 from apps.prax import dsl
 from shared.weights import REPO_ROOT
 from tests.conftest import tiny_hub_running
+from tests.endpoints import DECLARED, HUB_ENDPOINTS
+from tests.endpoints import demo_of as demo_of_endpoint
 from tests.js.node import NODE_MODULES, RESULT, node, result_of, run_node
 
 API_DOC = REPO_ROOT / "docs" / "api.md"
 BASE_URL = "http://127.0.0.1:7860"
-ENDPOINTS = {"/synthesize": "prax", "/suggest": "prax", "/tag_image": "tag2text", "/tag_batch": "tag2text",
-             "/generate": "geodiffusion", "/ask": "molm3d", "/catalog": "hub"}
+ENDPOINTS = {f"/{name}": demo_of_endpoint(name) for name in (*HUB_ENDPOINTS, *DECLARED)}
 VARIABLES = ("result", "hint", "batch", "papers")
 PY_DUMP = (f"\nimport json as _json\nprint({RESULT!r} + _json.dumps({{_k: _v for _k, _v in globals().items() "
            f"if _k in {VARIABLES!r}}}))\n")
@@ -53,18 +54,31 @@ CASES = [pytest.param(lang, code, id=f"{lang}-{demo_of(code)}-{i}") for lang in 
          for i, code in enumerate(snippets(lang))]
 
 
-def test_readme_shows_every_endpoint_in_python_and_javascript(hub_url):
+def test_docs_show_every_demo_in_python_and_javascript(hub_url):
     from gradio_client import Client
 
     client = Client(hub_url, verbose=False)
     named = client.view_api(print_info=False, return_format="dict")["named_endpoints"]
     client.close()
+    assert set(ENDPOINTS) <= set(named), f"declared but not served: {set(ENDPOINTS) - set(named)}"
     for lang, call in (("python", r'api_name="(/\w+)"'), ("js", r'predict\("(/\w+)"')):
         shown = [name for code in snippets(lang) for name in re.findall(call, code)]
-        assert set(shown) == set(ENDPOINTS), f"{lang}: {sorted(shown)}"
-        assert set(shown) <= set(named), f"{lang}: not endpoints of the hub: {set(shown) - set(named)}"
+        assert set(shown) <= set(ENDPOINTS), f"{lang}: not endpoints of the hub: {set(shown) - set(ENDPOINTS)}"
+        assert {ENDPOINTS[name] for name in shown} == set(ENDPOINTS.values()), f"{lang}: a demo without a snippet"
     for code in snippets("python") + snippets("js"):
         assert code.count(BASE_URL) == 1, "each snippet names the hub once, as http://127.0.0.1:7860"
+
+
+def test_the_reference_is_generated_from_the_declarations():
+    """docs/api.md's reference lists every declared endpoint with its inputs and limits, as the declarations say
+    (``python -m apps.api_docs`` rewrites it after a declaration changes)."""
+    from apps import api_docs
+
+    page = section_text()
+    assert page == api_docs.page_with_reference(page), "docs/api.md's reference is stale: run python -m apps.api_docs"
+    for name, (_, endpoint) in DECLARED.items():
+        entry = page.split(f"#### `/{name}`")[1].split("####")[0]
+        assert all(f"| `{i.name}` |" in entry for i in endpoint.inputs), name
 
 
 @pytest.fixture(scope="module")

@@ -1,5 +1,6 @@
-"""ui.validator / ui.api: a UI-free check runs before an event is queued; a bad input never reaches the handler, the
-client reads the check's sentence on the input it names, and the next honest call works."""
+"""ui.validator / ui.serve_endpoint: a UI-free check runs before an event is queued; a bad input never reaches the
+handler, the client reads the check's sentence on the input it names (the declared limits' or the demo's check's),
+and the next honest call works."""
 
 from __future__ import annotations
 
@@ -7,9 +8,19 @@ import gradio as gr
 import pytest
 from gradio_client import Client
 
+import apps
 from apps import ui
+from shared.api import Endpoint, Input
+from shared.context import DemoContext
 from shared.errors import UserInputError
 from tests.conftest import free_port
+
+CALLS: list[str] = []
+REPEAT = Endpoint(
+    name="repeat", summary="Repeat a text.", returns="the text, n times",
+    inputs=(Input("text", "text", "what to repeat", argument="words"),
+            Input("n", "integer", "how often", default=1, minimum=0, maximum=3)),
+    run=f"{__name__}:repeat", check=f"{__name__}:check_repeat", work="light")
 
 
 def check(text: str, n: int):
@@ -21,58 +32,73 @@ def check(text: str, n: int):
         raise KeyError("a bug in the check itself")
 
 
+def check_repeat(ctx, text, n):
+    """The demo's own check names its own argument ("words"); the declaration says it is the input "text"."""
+    if not text:
+        raise UserInputError("Type some text first.", argument="words")
+    if text == "bug":
+        raise KeyError("a bug in the check itself")
+
+
+def repeat(ctx, text, n) -> dict:
+    CALLS.append(text)
+    return {"text": text * int(n)}
+
+
 @pytest.fixture(scope="module")
 def served():
-    calls: list[str] = []
-
-    def repeat(text: str, n: int) -> str:
-        calls.append(text)
-        return text * int(n)
-
     def shout(text: str, n: int) -> str:
-        calls.append(text.upper())
+        CALLS.append(text.upper())
         return text.upper() * int(n)
 
     with gr.Blocks() as blocks:
         box, number, out = gr.Textbox(), gr.Number(), gr.Textbox()
         gr.Button().click(shout, [box, number], out, api_name="shout", validator=ui.validator(check))
-        ui.api(repeat, api_name="repeat", check=check)
+        ui.serve_endpoint(DemoContext(apps.get_demo("prax")), REPEAT)
     _, url, _ = blocks.queue().launch(server_port=free_port(), prevent_thread_lock=True, quiet=True)
-    yield Client(url, verbose=False), calls
+    yield Client(url, verbose=False)
     blocks.close()
 
 
-@pytest.mark.parametrize("endpoint", ["/repeat", "/shout"])
-def test_bad_input_is_refused_before_the_handler_runs(served, endpoint):
-    client, calls = served
-    before = len(calls)
+@pytest.mark.parametrize(("endpoint", "too_many"), [("/repeat", "- n: n must be a whole number between 0 and 3; "
+                                                     "got 9, above the maximum."),
+                                                    ("/shout", "- n: n is 9; the limit is 3.")])
+def test_bad_input_is_refused_before_the_handler_runs(served, endpoint, too_many):
+    before = len(CALLS)
     with pytest.raises(Exception, match="- text: Type some text first."):
-        client.predict("", 1, api_name=endpoint)
-    with pytest.raises(Exception, match="- n: n is 9; the limit is 3."):
-        client.predict("ab", 9, api_name=endpoint)
-    assert len(calls) == before, "the handler ran for a refused input"
-    assert client.predict("ab", 2, api_name=endpoint) in ("abab", "ABAB")
-    assert len(calls) == before + 1
+        served.predict("", 1, api_name=endpoint)
+    with pytest.raises(Exception, match=too_many.replace(".", r"\.")):
+        served.predict("ab", 9, api_name=endpoint)
+    assert len(CALLS) == before, "the handler ran for a refused input"
+    answer = served.predict("ab", 2, api_name=endpoint)
+    assert answer in ({"text": "abab"}, "ABAB")
+    assert len(CALLS) == before + 1
+
+
+def test_a_declared_endpoint_has_the_declared_signature_and_description(served):
+    info = served.view_api(print_info=False, return_format="dict")["named_endpoints"]["/repeat"]
+    assert [(p["parameter_name"], p["parameter_has_default"]) for p in info["parameters"]] == [("text", False),
+                                                                                               ("n", True)]
+    assert info["parameters"][1]["parameter_default"] == 1
 
 
 def test_an_error_in_the_check_itself_lets_the_handler_decide(served):
-    client, calls = served
-    assert client.predict("bug", 1, api_name="/repeat") == "bug"
-    assert calls[-1] == "bug"
+    with pytest.raises(Exception, match="error id"):  # the handler runs the check again: a bug, reported by id
+        served.predict("bug", 1, api_name="/repeat")
+    assert served.predict("bug", 1, api_name="/shout") == "BUG"
 
 
-def test_api_refuses_a_check_that_does_not_match_the_endpoint():
-    def endpoint(text: str) -> str:
-        return text
+def test_a_check_that_does_not_take_the_declared_inputs_is_refused_at_build():
+    wrong = Endpoint(name="wrong", summary="s", returns="r", inputs=(Input("text", "text", "t"),),
+                     run=f"{__name__}:repeat", work="light")
+    with gr.Blocks(), pytest.raises(TypeError, match=r"must take \(ctx, text\)"):
+        ui.serve_endpoint(DemoContext(apps.get_demo("prax")), wrong)
 
-    with gr.Blocks(), pytest.raises(TypeError, match="exactly the endpoint's parameters"):
-        ui.api(endpoint, api_name="endpoint", check=check)
 
-
-def test_api_refuses_a_name_gradio_would_silently_change():
-    def suggest(text: str) -> str:
+def test_serving_refuses_a_name_gradio_would_silently_change():
+    def repeat(text: str) -> str:
         return text
 
     with gr.Blocks(), pytest.raises(ValueError, match="taken"):
-        gr.Button().click(suggest, gr.Textbox(), gr.Textbox())  # takes the api_name "suggest"
-        ui.api(suggest, api_name="suggest")
+        gr.Button().click(repeat, gr.Textbox(), gr.Textbox())  # takes the api_name "repeat"
+        ui.serve_endpoint(DemoContext(apps.get_demo("prax")), REPEAT)

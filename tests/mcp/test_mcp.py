@@ -20,10 +20,10 @@ import httpx
 import pytest
 
 from apps.serving import MCP_LOGIN, URL_REFUSED_MCP, pending_jobs
+from tests.endpoints import DECLARED, HUB_ENDPOINTS, honest_call
 from tests.mcp.conftest import SESSION_JOBS, answer, basic, error_text, mcp_call, mcp_session, mcp_tools, run_async
 
-TOOLS = {"catalog", "synthesize", "suggest", "tag_image", "tag_batch", "ask", "molecule_properties", "generate",
-         "encode_layout"}
+TOOLS = {*HUB_ENDPOINTS, *DECLARED}
 ASPIRIN = "CC(=O)Oc1ccccc1C(=O)O"
 SPEC = [{"string": "123", "label": "+"}, {"string": "4567", "label": "+"}, {"string": "ab", "label": "-"}]
 
@@ -176,28 +176,22 @@ def test_catalog(mcp_hub):
 # ---------------------------------------------------------------- refusals: the page's sentences
 
 
-@pytest.mark.parametrize(("tool", "arguments", "argument", "sentence"), [
-    ("synthesize", {"examples": []}, "examples", "prax"),
-    ("synthesize", {"examples": SPEC, "k": 0}, "k", "prax"),
-    ("molecule_properties", {"smiles": "C1CC("}, "smiles", "molm3d"),
-    ("molecule_properties", {"smiles": "CCO", "seed": -1}, "seed", "molm3d"),
-    ("encode_layout", {"layout_json": '{"bbox": [["unicorn", 0.1, 0.1, 0.2, 0.2]]}'}, "layout_json", "geodiffusion"),
+@pytest.mark.parametrize(("tool", "arguments", "argument"), [
+    ("synthesize", {"examples": []}, "examples"),
+    ("synthesize", {"examples": SPEC, "k": 0}, "k"),
+    ("molecule_properties", {"smiles": "C1CC("}, "smiles"),
+    ("molecule_properties", {"smiles": "CCO", "seed": -1}, "seed"),
+    ("encode_layout", {"layout_json": '{"bbox": [["unicorn", 0.1, 0.1, 0.2, 0.2]]}'}, "layout_json"),
 ], ids=["no-examples", "k", "smiles", "seed", "label"])
-def test_bad_input_gets_the_pages_sentence_before_queueing(mcp_hub, monkeypatch, tool, arguments, argument,
-                                                           sentence):
-    """The page's validator and the MCP tool run the same check; the tool's error carries its sentence, and the
-    endpoint's function never runs."""
-    from apps.geodiffusion.actions import GeoDiffusionPage
-    from apps.molm3d import actions as molm3d
-    from apps.prax import actions as prax
+def test_bad_input_gets_the_pages_sentence_before_queueing(mcp_hub, monkeypatch, tool, arguments, argument):
+    """The endpoint's validator and the MCP tool run the same declared check; the tool's error carries its sentence,
+    and the endpoint's function never runs."""
     from shared.errors import UserInputError
 
-    check = {"prax": lambda a: prax.check_synthesize(a["examples"], "tiny-pragmatic", a.get("k", 5)),
-             "molm3d": lambda a: molm3d.check_properties(a["smiles"], a.get("seed", 42)),
-             "geodiffusion": lambda a: GeoDiffusionPage(mcp_hub.context("geodiffusion")).check_encode(
-                 a["layout_json"], "nuimages-256x256")}[sentence]
+    demo, endpoint = DECLARED[tool]
+    ctx = mcp_hub.context(demo.id)
     with pytest.raises(UserInputError) as expected:
-        check(arguments)
+        endpoint.check_call(ctx, endpoint.defaults(lambda i: ctx.default_weights(i.preference)) | arguments)
     block_fn = next(fn for fn in mcp_hub.blocks.fns.values() if fn.api_name == tool)
     ran = []
     handler = block_fn.fn
@@ -205,10 +199,8 @@ def test_bad_input_gets_the_pages_sentence_before_queueing(mcp_hub, monkeypatch,
     text = error_text(mcp_call(mcp_hub, tool, arguments))
     assert f"- {argument}: {expected.value}" in text, text
     assert ran == [], "the refused call reached the endpoint's function"
-    honest = {"synthesize": {"examples": SPEC, "weights": "tiny-literal", "k": 3},
-              "molecule_properties": {"smiles": "CCO"},
-              "encode_layout": {"layout_json": '{"bbox": [["car", 0.1, 0.1, 0.2, 0.2]]}'}}[tool]
-    assert not mcp_call(mcp_hub, tool, honest).isError and len(ran) == 1, "the probe sees an honest call run"
+    honest = mcp_call(mcp_hub, tool, honest_call(endpoint))
+    assert not honest.isError and len(ran) == 1, "the probe sees an honest call run"
 
 
 def test_missing_weights_answer_with_the_pages_sentence(mcp_hub):

@@ -104,10 +104,10 @@ def assert_refused_before_queue(client, api_name: str, args: tuple, name: str, f
         "seed-too-big", "seed-fraction"])
 def test_hostile_molecule_properties_requests_are_refused_before_queueing(client, mcp_hub, monkeypatch, args, name,
                                                                          fragment):
-    from apps.molm3d import actions
+    from apps.molm3d import api
 
     ran = []
-    monkeypatch.setattr(actions, "molecule_properties", lambda *a: ran.append(a))
+    monkeypatch.setattr(api, "molecule_properties", lambda *a: ran.append(a))  # what the endpoint runs
     assert_refused_before_queue(client, "/molecule_properties", args, name, fragment)
     assert ran == []
     monkeypatch.undo()

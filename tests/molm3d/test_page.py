@@ -12,6 +12,7 @@ import gradio as gr
 import pytest
 
 from apps.molm3d import DEMO, actions
+from apps.molm3d import api as endpoints
 from apps.molm3d import page as molm_page
 from shared.context import DemoContext
 from shared.errors import UserInputError, WeightsUnavailable
@@ -73,7 +74,7 @@ def test_asking_without_weights_tells_the_visitor_and_the_operator_how_to_downlo
     assert str(refused.value) == "The molm3d weights 'generalist' (14 GB) are not on this server."
     operator = dataclasses.replace(offline_ctx, operator_here=True)  # a hub only this machine reaches
     with pytest.raises(gr.Error, match="demohub download molm3d"):
-        user_errors(actions.ask_api)(operator, "CCO", "logp")
+        user_errors(endpoints.ask)(operator, "CCO", "logp")
 
 
 def test_sdf_upload_and_bad_files(offline_ctx, tmp_path):
@@ -102,7 +103,7 @@ def test_sdf_upload_and_bad_files(offline_ctx, tmp_path):
 
 def test_page_ask_end_to_end_on_tiny_weights(tiny_as_bundled):
     ctx = DemoContext(DEMO, ModelPool(budget_bytes=10**9))
-    result = actions.ask_api(ctx, "CC(=O)Oc1ccccc1C(=O)O", "Molecular Weight")
+    result = endpoints.ask(ctx, "CC(=O)Oc1ccccc1C(=O)O", "Molecular Weight")
     assert result["task"] == "molecular_weight" and result["reference"]["value"] == pytest.approx(180.159, abs=1e-3)
     assert isinstance(result["text"], str) and result["instruction"].startswith("What is the Molecular Weight")
     steps = []

@@ -11,6 +11,7 @@ import torch
 from rdkit import Chem
 
 from apps.molm3d import DEMO, actions
+from apps.molm3d import api as endpoints
 from apps.molm3d.actions import answer_markdown
 from apps.molm3d.pipeline import MoLM3DOutput
 from apps.molm3d.properties import reference, reference_rows
@@ -101,7 +102,7 @@ def test_real_tiny_answer_without_a_number_still_reports_rdkit(bundled_cpu_defau
     assert all(row[2] == row[3] == "" for row in rows)  # no model value anywhere
     headers, shown = actions.comparison_table(rows)  # so the page shows no empty model columns
     assert headers == ("Property", "RDKit", "Reference method") and (row_name, rdkit_text, method) in shown
-    api = actions.ask_api(ctx, ASPIRIN, task)
+    api = endpoints.ask(ctx, ASPIRIN, task)
     assert (api["task"], api["text"], api["value"], api["difference"]) == (task, answer.text, None, None)
     assert api["reference"]["value"] == pytest.approx(rdkit_value, abs=1e-3)
     assert api == answer.to_dict()

@@ -12,6 +12,9 @@ from pathlib import Path
 
 from PIL import Image
 
+import apps
+from shared.api import Endpoint, Input
+from tests.endpoints import DECLARED
 from tests.fixtures.images import png_header_only
 
 LONG = "a" * 101
@@ -142,12 +145,41 @@ GEODIFFUSION = [
                                         "nuimages-256x256", 0, 2, 5.0), ["label"]),
 ]
 
-VALID = {
-    "tag2text": ("/tag_image", ("{file:ok.png}", 0.68, "")),
-    "molm3d": ("/ask", ("CCO", "molecular weight")),
-    "prax": ("/synthesize", (examples(("ab", "+"), ("a1", "-")), "tiny-pragmatic", 3)),
-    "geodiffusion": ("/generate", (json.dumps({"camera": "front", "bbox": [["car", 0.1, 0.4, 0.5, 0.9]]}),
-                                   "nuimages-256x256", 0, 2, 5.0)),
-}
+def honest_args(endpoint: Endpoint) -> tuple:
+    """Every input at its declared example; a file input the ``ok.png`` payload."""
+    files = {"file": "{file:ok.png}", "files": ["{file:ok.png}"]}
+    return tuple(files.get(i.kind, i.example) for i in endpoint.inputs)
+
+
+def outside_limits(i: Input) -> list[tuple[str, object]]:
+    """Values just outside what input ``i`` declares (its kind, limits, choices), by name: generated, so a declared
+    input is tried the day it is declared."""
+    wrong_kind = [("wrong-kind", ["a list"] if i.kind != "records" else "text")]
+    if i.kind in ("integer", "number"):
+        step = 1 if i.kind == "integer" else 0.5
+        below = [("below-minimum", i.minimum - step)]
+        above = [("above-maximum", i.maximum + step)] if i.maximum is not None else []
+        fraction = [("fraction", i.minimum + 0.5)] if i.kind == "integer" else []
+        return below + above + fraction + [("text", "many")]
+    if i.kind == "text" and i.max_length is not None:
+        return [("over-max-length", "x" * (i.max_length + 1))] + wrong_kind
+    if i.kind == "choice":
+        return [("not-a-choice", "no-such-choice")] + wrong_kind
+    if i.kind == "weights":
+        return [("unknown-weights", "no-such-weights")] + wrong_kind
+    if i.kind == "records":
+        return wrong_kind
+    return []
+
+
+# (demo, case id, api_name, args, the input the message must name): one per declared input and way out of its limits
+DECLARED_CASES = [(demo.id, f"{endpoint.name}-{i.name}-{case}", f"/{endpoint.name}",
+                   tuple(value if j is i else honest
+                         for j, honest in zip(endpoint.inputs, honest_args(endpoint), strict=True)),
+                   i.name)
+                  for _, (demo, endpoint) in DECLARED.items() for i in endpoint.inputs
+                  for case, value in outside_limits(i)]
+VALID = {demo.id: (f"/{demo.endpoints()[0].name}", honest_args(demo.endpoints()[0])) for demo in apps.DEMOS
+         if demo.endpoints()}
 
 CATALOGUE = {"tag2text": TAG2TEXT, "molm3d": MOLM3D, "prax": PRAX, "geodiffusion": GEODIFFUSION}

@@ -9,7 +9,7 @@ import pytest
 from gradio_client import Client, handle_file
 
 import apps
-from tests.robustness.cases import CATALOGUE, VALID, make_files
+from tests.robustness.cases import CATALOGUE, DECLARED_CASES, VALID, make_files
 
 GENERIC = "Something went wrong on our side"
 READY = [d.id for d in apps.DEMOS if importlib.util.find_spec(d.page)]
@@ -55,5 +55,21 @@ def test_bad_input_gets_a_clear_message_and_the_next_request_works(client, files
     assert GENERIC not in message, f"{case}: an unexpected error reached the user: {message[:300]}"
     assert "Traceback" not in message and len(message) < 2000
     assert all(w.lower() in message.lower() for w in words), f"{case}: {message[:300]}"
+    valid_api, valid_args = VALID[demo]
+    assert call(client, files, valid_api, valid_args) is not None
+
+
+@pytest.mark.parametrize(("demo", "case", "api_name", "args", "name"), DECLARED_CASES,
+                         ids=[f"{c[0]}-{c[1]}" for c in DECLARED_CASES])
+def test_a_value_outside_the_declared_limits_is_refused_naming_the_input(client, files, demo, case, api_name, args,
+                                                                         name):
+    """Generated from the declarations (tests/robustness/cases.py ``outside_limits``): refused before the queue
+    (gradio_client's ValidationError), the message marking the declared input, and the next honest call works."""
+    from gradio_client.exceptions import ValidationError
+
+    with pytest.raises(ValidationError) as info:
+        call(client, files, api_name, args)
+    message = str(info.value)
+    assert f"- {name}: " in message and GENERIC not in message, f"{case}: {message[:300]}"
     valid_api, valid_args = VALID[demo]
     assert call(client, files, valid_api, valid_args) is not None

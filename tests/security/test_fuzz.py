@@ -302,7 +302,7 @@ def test_7_the_catalog_search_is_bounded(warm_hub):
 
 
 @pytest.mark.parametrize(("route", "body", "expected"), [
-    ("/gradio_api/call/catalog", {"data": [10**30, False]}, "The search must be text, not a number."),
+    ("/gradio_api/call/catalog", {"data": [10**30, False]}, "query must be text, not a number."),
     ("/gradio_api/run/load_example", {"data": [10**9]}, "has 4 examples; pick one by its number, 0 to 3"),
     ("/gradio_api/call/synthesize", {"data": "x"}, "“data” must be a list"),
     ("/gradio_api/call/synthesize", {"daat": []}, "“data” is missing"),
@@ -328,8 +328,8 @@ def test_8_private_page_events_answer_wrong_kinds_with_sentences(warm_hub, publi
     (['{"bbox": [["car", 1' + "0" * 5000 + ', 0.1, 0.2, 0.2]]}', "nuimages-256x256", 0, 2, 5.0, "default"],
      "a number of thousands of digits"),
     ([LAYOUT, "nuimages-256x256", 0, int("9" * 4000), 5.0, "default"],
-     "Steps must be a whole number between 1 and 200; got 9999"),
-    ([LAYOUT, "nuimages-256x256", int("9" * 4000), 2, 5.0, "default"], "The seed must be a whole number between 0 and"),
+     "steps must be a whole number between 1 and 200; got 9999"),
+    ([LAYOUT, "nuimages-256x256", int("9" * 4000), 2, 5.0, "default"], "seed must be a whole number between 0 and"),
 ])
 def test_9_geodiffusion_checks_refuse_numbers_of_thousands_of_digits(warm_hub, data, expected):
     answer = raw.call(warm_hub.url, "generate", data)
