@@ -45,13 +45,13 @@ class PageResult:
 def import_page(demo: Demo) -> PageResult:
     """Import one demo's page module; never raises (failure isolation)."""
     try:
-        missing = importlib.util.find_spec(demo.page) is None
+        missing = not demo.page_module or importlib.util.find_spec(demo.page_module) is None
     except ModuleNotFoundError:  # the demo's package itself does not exist yet
         missing = True
     if missing:
         return PageResult(demo, "coming-soon")
     try:
-        return PageResult(demo, "ready", importlib.import_module(demo.page))
+        return PageResult(demo, "ready", importlib.import_module(demo.page_module))
     except Exception as error:
         return PageResult(demo, "error", reason=_failure(error))
 

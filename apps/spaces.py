@@ -155,7 +155,7 @@ def build_demo_app(demo_id: str):
     ctx = space_settings().context(demo)
     if on_zero_gpu():
         ctx.pipeline()  # ZeroGPU wants models loaded (and moved to cuda) at import time
-    blocks = importlib.import_module(demo.page).build(ctx)
+    blocks = importlib.import_module(demo.page_module).build(ctx)
     blocks.demohub_demo = demo  # what launch_demo_app warms up
     return blocks
 

@@ -1,7 +1,8 @@
 """The Streamlit hub: landing page with demo cards and the paper catalog, one page per demo.
 
 Run with ``demohub serve --streamlit`` (or ``streamlit run apps/streamlit_hub.py``). Demo pages are the files
-``apps/<demo>/streamlit_page.py``; a demo without one shows "coming soon".
+``apps/<demo>/streamlit_page.py``; a demo without one that declares its API functions gets the form made from them
+(``apps/streamlit_forms.py``), any other "coming soon".
 """
 
 from __future__ import annotations
@@ -60,7 +61,18 @@ def demo_page(demo) -> st.Page:
     page_file = HERE / demo.id / "streamlit_page.py"
     if page_file.exists():
         return st.Page(str(page_file.relative_to(HERE)), title=demo.title, icon=ICON, url_path=demo.id)
-    return st.Page(coming_soon(demo), title=demo.title, icon=ICON, url_path=demo.id)
+    return st.Page(declared_form(demo) if demo.api else coming_soon(demo), title=demo.title, icon=ICON,
+                   url_path=demo.id)
+
+
+def declared_form(demo):
+    def page() -> None:
+        from apps import streamlit_forms
+
+        streamlit_forms.render(demo.id)
+
+    page.__name__ = f"form_{demo.id}"
+    return page
 
 
 st.set_page_config(page_title="Paper Demo Hub", page_icon=":material/description:", layout="wide")

@@ -157,10 +157,7 @@ def serve_endpoint(ctx: DemoContext | None, endpoint: Endpoint) -> Any:
     """One declared endpoint (of the demo of ``ctx``; None: the hub's own): a function whose signature, defaults and
     docstring come from the declaration."""
     defaults = endpoint.defaults(lambda i: ctx.default_weights(i.preference))
-    parameters = [inspect.Parameter(i.name, inspect.Parameter.POSITIONAL_OR_KEYWORD, annotation=_annotation(i),
-                                    default=defaults.get(i.name, inspect.Parameter.empty)) for i in endpoint.inputs]
-    returns = list[dict] if endpoint.returns.startswith("[") else dict
-    signature = inspect.Signature(parameters, return_annotation=returns)
+    signature = endpoint_signature(endpoint, defaults)
     for path, fn in ((endpoint.run, endpoint.runner()), (endpoint.check, endpoint.check and attribute(endpoint.check))):
         if fn and list(inspect.signature(fn).parameters) != ["ctx", *signature.parameters]:
             raise TypeError(f"{path} must take (ctx, {', '.join(signature.parameters)}): /{endpoint.name}'s "
@@ -179,7 +176,8 @@ def serve_endpoint(ctx: DemoContext | None, endpoint: Endpoint) -> Any:
     for fn in (call, check):
         fn.__name__ = fn.__qualname__ = endpoint.name  # MCP clients call the tool by its function's name
         fn.__signature__ = signature
-        fn.__annotations__ = {p.name: p.annotation for p in parameters} | {"return": returns}
+        fn.__annotations__ = {p.name: p.annotation for p in signature.parameters.values()} | {
+            "return": signature.return_annotation}
     call.__doc__ = tool_docstring(endpoint.docstring(defaults, weight_names))
     events = {"model": model_events, "bounded": work_events}.get(endpoint.work)
     handler = model_call(call) if endpoint.work == "model" else user_errors(call)
@@ -190,6 +188,14 @@ def serve_endpoint(ctx: DemoContext | None, endpoint: Endpoint) -> Any:
                          f"{block_fn.api_name!r}")
     gradio_internals.set_validator(block_fn, validator(check))
     return dep
+
+
+def endpoint_signature(endpoint: Endpoint, defaults: dict[str, Any]) -> inspect.Signature:
+    """The declared inputs as a Python signature: names, types (Gradio reads the API's JSON schema from them) and
+    defaults (``defaults``: each optional input's, a weights input's chosen by the server)."""
+    parameters = [inspect.Parameter(i.name, inspect.Parameter.POSITIONAL_OR_KEYWORD, annotation=_annotation(i),
+                                    default=defaults.get(i.name, inspect.Parameter.empty)) for i in endpoint.inputs]
+    return inspect.Signature(parameters, return_annotation=list[dict] if endpoint.returns.startswith("[") else dict)
 
 
 def _annotation(i: Input) -> Any:
@@ -268,6 +274,25 @@ def paper_card(demo: Demo) -> gr.Markdown:
         f"<details><summary>Abstract</summary>\n\n{p.abstract}\n\n</details>",
         elem_classes=["paper-card"],
     )
+
+
+def weights_section(ctx: DemoContext, works_without: str = "") -> WeightsView:
+    """Weights selector, its banner, and (where the operator allows downloads) a Download button; one state."""
+    name = ctx.default_weights()
+    with gr.Row():
+        chooser = weights_dropdown(ctx)
+        download_btn = None
+        if ctx.downloads:
+            label = WeightsView.download_label(ctx, name)
+            download_btn = gr.Button(label or "Download", variant="secondary", scale=0, visible=label is not None)
+    status = WeightsView.new_banner(ctx, works_without, name)
+    view = WeightsView(ctx, [chooser], status, works_without, download_btn)
+    if download_btn is not None:
+        def download(chosen, progress=gr.Progress()):
+            ctx.download(chosen or ctx.default_weights(), download_progress(progress))
+
+        view.follow(download_btn.click(download, chooser, None, api_visibility="private"))
+    return view
 
 
 def weights_dropdown(ctx: DemoContext, label: str = "Weights") -> gr.Dropdown:

@@ -57,7 +57,7 @@ class Demo:
     paper: Paper
     weight_sets: tuple[WeightSet, ...]
     pipeline: str  # "apps.<id>.pipeline:ClassName"
-    page: str  # "apps.<id>.page" (module with build(ctx) -> gr.Blocks)
+    page: str = ""  # "apps.<id>.page" (module with build(ctx) -> gr.Blocks); "": the page made from ``api``
     api: str = ""  # "apps.<id>.api" (module declaring ENDPOINTS, ``shared.api``): the demo's API functions
     emoji: str = "🧪"
     space_colours: tuple[str, str] = ("blue", "green")  # its Space card's colorFrom and colorTo
@@ -93,6 +93,12 @@ class Demo:
 
     def pipeline_class(self):
         return attribute(self.pipeline)
+
+    @property
+    def page_module(self) -> str:
+        """The module whose ``build(ctx)`` makes the demo's Gradio page: its own, else the form made from its
+        declared API functions (``apps.forms``); "" when it has neither (the hub shows "coming soon")."""
+        return self.page or ("apps.forms" if self.api else "")
 
     def endpoints(self) -> tuple[Endpoint, ...]:
         """The demo's declared API functions (importing its api module: its checks, no torch)."""

@@ -17,7 +17,8 @@ from shared.context import DemoContext
 def build(ctx: DemoContext) -> gr.Blocks:
     with gr.Blocks(title=ctx.demo.title) as demo:
         ui.paper_card(ctx.demo)
-        selected, view = _weights_section(ctx)
+        view = ui.weights_section(ctx, actions.WORKS_WITHOUT_WEIGHTS)
+        selected = view.selectors[0]
         threshold = gr.Slider(0.0, 1.0, value=actions.DEFAULT_THRESHOLD, step=0.01, label="Tag threshold",
                               info="A tag is shown when its score is above this (official default 0.68; "
                                    "person/man/woman keep 0.7).")
@@ -33,25 +34,6 @@ def build(ctx: DemoContext) -> gr.Blocks:
         ui.serve_endpoints(ctx)
         ui.embed_section(ctx.demo, demo)
     return demo
-
-
-def _weights_section(ctx: DemoContext) -> tuple[gr.Dropdown, ui.WeightsView]:
-    """Weights selector, its banner, and (where the operator allows downloads) a Download button; one state."""
-    name = ctx.default_weights()
-    with gr.Row():
-        chooser = ui.weights_dropdown(ctx)
-        download_btn = None
-        if ctx.downloads:
-            label = ui.WeightsView.download_label(ctx, name)
-            download_btn = gr.Button(label or "Download", variant="secondary", scale=0, visible=label is not None)
-    status = ui.WeightsView.new_banner(ctx, actions.WORKS_WITHOUT_WEIGHTS, name)
-    view = ui.WeightsView(ctx, [chooser], status, actions.WORKS_WITHOUT_WEIGHTS, download_btn)
-    if download_btn is not None:
-        def download(chosen, progress=gr.Progress()):
-            ctx.download(chosen or ctx.default_weights(), ui.download_progress(progress))
-
-        view.follow(download_btn.click(download, chooser, None, api_visibility="private"))
-    return chooser, view
 
 
 def _beam_progress(progress: gr.Progress):

@@ -143,7 +143,7 @@ def _assembled_space(name: str, root: Path) -> Path:
     return root
 
 
-BUILDABLE = [n for n in NAMES if n == spaces.HUB_SPACE or importlib.util.find_spec(apps.get_demo(n).page)]
+BUILDABLE = [n for n in NAMES if n == spaces.HUB_SPACE or importlib.util.find_spec(apps.get_demo(n).page_module)]
 
 
 @pytest.mark.parametrize("name", BUILDABLE)

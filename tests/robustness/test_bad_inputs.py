@@ -12,7 +12,7 @@ import apps
 from tests.robustness.cases import CATALOGUE, DECLARED_CASES, VALID, make_files
 
 GENERIC = "Something went wrong on our side"
-READY = [d.id for d in apps.DEMOS if importlib.util.find_spec(d.page)]
+READY = [d.id for d in apps.DEMOS if d.page_module and importlib.util.find_spec(d.page_module)]
 CASES = [(demo, *case) for demo, cases in CATALOGUE.items() if demo in READY for case in cases]
 
 

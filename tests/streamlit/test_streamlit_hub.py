@@ -201,3 +201,27 @@ def test_progress_moves_with_the_pipelines_callback():
     assert not at.exception
     bar = at.get("progress")[0]
     assert bar.value == 75 and "3/4" in bar.proto.text
+
+
+def declared_form_app():
+    """A demo's Streamlit page made from its declarations (apps/streamlit_forms.py), here PraX's."""
+    from apps import streamlit_forms
+
+    streamlit_forms.render("prax")
+
+
+def test_the_form_made_from_the_declarations_refuses_a_mistake_and_runs_the_fix(offline, pool):
+    """A demo without a streamlit_page.py gets this page (the hub routes to it); the same checks and function as
+    the API call: broken JSON is a sentence naming the input, the fixed examples answer the listener's guesses."""
+    at = AppTest.from_function(declared_form_app, default_timeout=120).run()
+    assert not at.exception
+    examples = next(t for t in at.text_area if t.label == "examples")
+    examples.set_value('[{"string": "ab1", "label": "+"}')  # a form's fields count when it is submitted
+    at.button[0].click().run()
+    assert [e.value for e in at.error] == ["examples is not valid JSON (Expecting ',' delimiter)."]
+    next(t for t in at.text_area if t.label == "examples").set_value(
+        '[{"string": "ab1", "label": "+"}, {"string": "ab", "label": "-"}]')
+    at.button[0].click().run()
+    assert not at.error and not at.exception
+    answer = at.json[0].value
+    assert '"candidates"' in answer and '"ab1"' in answer

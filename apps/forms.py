@@ -1,0 +1,105 @@
+"""A demo's page made from its declarations (``shared.api``): the page of a demo that declares its API functions and
+ships no page.py of its own (``Demo.page_module``). One form per API function (a tab each when there are several):
+an input per declared input, a Run button, and the answer. The form's event runs the endpoint's own checks (its
+validator marks the input at fault before anything is queued) and function, so the page does exactly what an API
+call does. The named endpoints, the weights banner and the embed section are those of every page.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import gradio as gr
+
+from apps import ui
+from shared.api import Endpoint, Input
+from shared.context import DemoContext
+from shared.errors import UserInputError
+
+
+def build(ctx: DemoContext) -> gr.Blocks:
+    endpoints = ctx.demo.endpoints()
+    with gr.Blocks(title=ctx.demo.title) as page:
+        ui.paper_card(ctx.demo)
+        phrase = ctx.demo.works_without_weights
+        view = ui.weights_section(ctx, f"Without them this page still gives {phrase}." if phrase else "")
+        if len(endpoints) == 1:
+            form(ctx, endpoints[0], view)
+        else:
+            for endpoint in endpoints:
+                with gr.Tab(title(endpoint)):
+                    form(ctx, endpoint, view)
+        ui.serve_endpoints(ctx)
+        ui.embed_section(ctx.demo, page)
+    return page
+
+
+def title(endpoint: Endpoint) -> str:
+    """A tab's title: the endpoint's name in words ("molecule properties")."""
+    return endpoint.name.replace("_", " ").capitalize()
+
+
+def form(ctx: DemoContext, endpoint: Endpoint, view: ui.WeightsView) -> None:
+    """The endpoint's inputs, its Run button and its answer; a weights input is the page's weights selector."""
+    gr.Markdown(endpoint.summary)
+    with gr.Row():
+        with gr.Column():
+            components = [view.selectors[0] if i.kind == "weights" else component(i) for i in endpoint.inputs]
+            run = gr.Button("Run", variant="primary")
+        with gr.Column():
+            answer = gr.JSON(label="Answer")
+    defaults = endpoint.defaults(lambda i: ctx.default_weights(i.preference))
+
+    def arguments(values: tuple) -> dict[str, Any]:
+        return {i.name: page_value(i, v, defaults) for i, v in zip(endpoint.inputs, values, strict=True)}
+
+    def check(*values):
+        endpoint.check_call(ctx, arguments(values))
+
+    def call(*values):
+        checked = arguments(values)
+        endpoint.check_call(ctx, checked)
+        return endpoint.runner()(ctx, **checked)
+
+    check.__signature__ = call.__signature__ = ui.endpoint_signature(endpoint, defaults)
+    call.__name__ = f"{endpoint.name}_on_page"
+    handler = ui.model_call(call) if endpoint.work == "model" else ui.user_errors(call)
+    events = {"model": ui.model_events, "bounded": ui.work_events}.get(endpoint.work)
+    view.follow(run.click(handler, components, answer, validator=ui.validator(check), api_visibility="private",
+                          preprocess=False, **(events(ctx) if events else {})))
+
+
+def component(i: Input) -> gr.components.Component:
+    """The input's form field, labelled with its public name and described by its declaration."""
+    value = i.example if i.required else i.default
+    common = {"label": i.name, "info": i.description[:1].upper() + i.description[1:]}
+    if i.kind == "text":
+        return gr.Textbox(value=value, max_length=i.max_length, lines=1 if (i.max_length or 0) <= 200 else 3, **common)
+    if i.kind in ("integer", "number"):
+        whole = 0 if i.kind == "integer" else None
+        return gr.Number(value=value, minimum=i.minimum, maximum=i.maximum, precision=whole, **common)
+    if i.kind == "boolean":
+        return gr.Checkbox(value=bool(value), **common)
+    if i.kind == "choice":
+        return gr.Dropdown(list(i.choices), value=value, **common)
+    if i.kind in ("file", "files"):
+        return gr.File(file_count="single" if i.kind == "file" else "multiple", **common)
+    gr.Markdown(common["info"])  # records: gr.Code takes no info line; one record a line
+    text = "[\n" + ",\n".join(f"  {json.dumps(record)}" for record in value or ()) + "\n]"
+    return gr.Code(text, language="json", label=i.name)
+
+
+def page_value(i: Input, value: Any, defaults: dict[str, Any]) -> Any:
+    """A form field's value as the API call would send it: records parsed from the JSON box, a number box left empty
+    as the input's default, an uploaded file as the file reference Gradio checked it to be (the form's events skip
+    Gradio's preprocessing, which opens files with libraries that fail in unreadable ways)."""
+    if i.kind == "records" and isinstance(value, str):
+        try:
+            return json.loads(value)
+        except json.JSONDecodeError as error:
+            raise UserInputError(f"{i.name} is not valid JSON ({error.msg} at character {error.pos}).",
+                                 argument=i.name) from None
+    if i.kind in ("integer", "number") and value is None and not i.required:
+        return defaults.get(i.name)
+    return value
