@@ -1,39 +1,13 @@
-"""Front ends and demos. Demos are found, not listed: every package ``apps/<id>/`` whose ``__init__`` declares
-``DEMO = Demo(id="<id>", ...)`` is one (``DEMOS``, sorted by id). Importing this pulls in no heavy library: a demo's
-``__init__`` only registers it."""
+"""Front ends and demos (``apps/<id>/``). The registry of demos is ``apps.registry``; ``apps.DEMOS``,
+``apps.get_demo`` and ``apps.discover`` are its, imported when first asked for, so importing one demo's modules
+(``apps.prax.actions``) loads no other demo."""
 
-from __future__ import annotations
-
-import importlib
-import pkgutil
-from pathlib import Path
-
-from shared.registry import Demo
+_REGISTRY = ("DEMOS", "get_demo", "discover")
 
 
-def discover(folder: Path = Path(__file__).parent, package: str = __name__) -> tuple[Demo, ...]:
-    """The demos declared by the subpackages of ``folder`` (``package``), sorted by id. A package whose ``DEMO``
-    names another id than its folder is a mistake, said at once rather than routed wrongly."""
-    demos = []
-    for info in pkgutil.iter_modules([str(folder)]):
-        if not info.ispkg:
-            continue
-        demo = getattr(importlib.import_module(f"{package}.{info.name}"), "DEMO", None)
-        if isinstance(demo, Demo):
-            if demo.id != info.name:
-                raise ValueError(f"{package}.{info.name} declares DEMO with id {demo.id!r}: a demo's id is its "
-                                 f"folder's name ({info.name!r})")
-            demos.append(demo)
-    return tuple(sorted(demos, key=lambda d: d.id))
+def __getattr__(name: str):
+    if name in _REGISTRY:
+        from apps import registry
 
-
-DEMOS: tuple[Demo, ...] = discover()
-
-
-def get_demo(demo_id: str) -> Demo:
-    for demo in DEMOS:
-        if demo.id == demo_id:
-            return demo
-    from shared.errors import UserInputError
-
-    raise UserInputError(f"No demo called {demo_id!r}; choose one of: {', '.join(d.id for d in DEMOS)}.")
+        return getattr(registry, name)
+    raise AttributeError(f"module 'apps' has no attribute {name!r}")

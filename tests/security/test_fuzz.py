@@ -23,6 +23,7 @@ from pathlib import Path
 import pytest
 import requests
 
+import apps
 from apps.event_inputs import UNREADABLE
 from apps.limits import INTERNAL, looks_internal
 from shared.bounded import REQUEST_MEMORY
@@ -338,7 +339,7 @@ def test_9_geodiffusion_checks_refuse_numbers_of_thousands_of_digits(warm_hub, d
 
 
 def test_10_config_and_pages_name_no_server_path(warm_hub):
-    for route in ("/config", "/", "/tag2text", "/prax", "/geodiffusion", "/molm3d"):
+    for route in ("/config", "/", *(f"/{demo.id}" for demo in apps.DEMOS)):
         text = requests.get(warm_hub.url + route, timeout=30).text
         for marker in (str(warm_hub.root), "/gradio_api/file=", *SERVER_PATH_MARKERS[:4]):
             assert marker not in text, (route, marker)

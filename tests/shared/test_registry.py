@@ -20,13 +20,24 @@ def test_importing_apps_pulls_no_heavy_library():
     assert json.loads(out) == []
 
 
+def test_a_demos_own_modules_reach_no_other_demo():
+    """The registry (apps.registry) is imported by what lists demos, not by the package a demo lives in: a page's
+    actions and declarations load that demo alone."""
+    for demo in apps.DEMOS:
+        code = (f"import sys, apps.{demo.id}.actions, apps.{demo.id}.api; "
+                "print(sorted({m.split('.')[1] for m in sys.modules if m.startswith('apps.')}))")
+        out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+        assert out.strip() == str([demo.id]), (demo.id, out)
+
+
 def test_demos_with_routes_and_weight_sets():
     ids = [d.id for d in apps.DEMOS]
     assert ids == sorted(ids) and {"geodiffusion", "molm3d", "prax", "tag2text"} <= set(ids)  # the shipped ones, found
     for demo in apps.DEMOS:
         assert demo.weight_sets, demo.id
         assert len({ws.name for ws in demo.weight_sets}) == len(demo.weight_sets)
-        assert demo.pipeline.startswith(f"apps.{demo.id}.") and demo.page == f"apps.{demo.id}.page"
+        assert demo.pipeline.startswith(f"apps.{demo.id}.") and demo.page in ("", f"apps.{demo.id}.page")
+        assert demo.api in ("", f"apps.{demo.id}.api")
         for ws in demo.weight_sets:
             assert ws.repo_id or ws.bundled
             assert ws.revision == "main" or len(ws.revision) == 40, "pin full 40-character SHAs"
