@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import functools
+import secrets
 import subprocess
 import sys
 import time
@@ -38,6 +39,9 @@ def cluster(tmp_path_factory):
     Ray's token authentication as the README tells operators (RAY_AUTH_MODE=token for the head and the hub)."""
     mp = pytest.MonkeyPatch()
     mp.setenv("RAY_AUTH_MODE", "token")
+    # The cluster's token, for the head and the hub: a fresh machine has no ~/.ray/auth_token, and `ray start --head`
+    # makes none (seen here: every driver refused with "no authentication token was found").
+    mp.setenv("RAY_AUTH_TOKEN", secrets.token_hex(32))
     port = free_port()
     temp = tmp_path_factory.mktemp("ray")
     ray_cli = Path(sys.executable).with_name("ray")
