@@ -19,7 +19,7 @@ import requests
 
 from tests.commands import start_hub
 from tests.conftest import free_port
-from tests.fixtures import tiny_repos
+from tests.fixtures import tiny_geodiffusion, tiny_repos
 from tests.fixtures.hub_server import HubServer
 from tests.security import raw
 
@@ -34,7 +34,7 @@ def hub_server(tmp_path_factory):
     server.start()
     server.add_repo(PRAX_OFFICIAL, tiny_repos.prax_listener())
     server.add_repo("pragmatic-programs/listener-suffix-idx-300k", tiny_repos.prax_listener())
-    server.add_repo(GEODIFFUSION_COCO, tiny_repos.geodiffusion(tmp_path_factory.mktemp("repos"), "coco_stuff"))
+    server.add_repo(GEODIFFUSION_COCO, tiny_geodiffusion.official_repo(tmp_path_factory.mktemp("repos"), "coco_stuff"))
     yield server
     assert server.errors == [], "the Hub test server failed (a 500 of its own, not an injected fault)"
     server.stop()
