@@ -92,14 +92,11 @@ def page_of(ctx: DemoContext) -> GeoDiffusionPage:
 
 
 def check_generate(ctx: DemoContext, layout_json, checkpoint, seed, steps, cfg, sampler) -> checks.GeoDiffusionInputs:
-    config = page_of(ctx).config(checkpoint)
-    return checks.check_inputs(layout_json, seed, 1, steps, cfg, None, None, sampler, config=config)
+    return page_of(ctx).check_generate(layout_json, checkpoint, seed, steps, cfg, sampler=sampler)
 
 
 def generate(ctx: DemoContext, layout_json, checkpoint, seed, steps, cfg, sampler) -> dict[str, Any]:
-    inputs = check_generate(ctx, layout_json, checkpoint, seed, steps, cfg, sampler)
-    with ctx.compute(checkpoint) as pipe:
-        return pipe(**inputs.arguments()).to_dict()
+    return page_of(ctx).generate(layout_json, checkpoint, seed, steps, cfg, sampler=sampler).to_dict()
 
 
 def check_encode(ctx: DemoContext, layout_json, checkpoint) -> Layout:
