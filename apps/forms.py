@@ -76,6 +76,9 @@ def component(i: Input) -> gr.components.Component:
     common = {"label": i.name, "info": i.description[:1].upper() + i.description[1:]}
     if i.kind == "text":
         return gr.Textbox(value=value, max_length=i.max_length, lines=1 if (i.max_length or 0) <= 200 else 3, **common)
+    if i.kind in ("integer", "number") and i.default is None and not i.required:
+        # A number box cannot be empty (it sends 0); where "no value" means something, a text box that may be
+        return gr.Textbox(value="", placeholder="empty: none", **common)
     if i.kind in ("integer", "number"):
         whole = 0 if i.kind == "integer" else None
         return gr.Number(value=value, minimum=i.minimum, maximum=i.maximum, precision=whole, **common)
@@ -83,9 +86,10 @@ def component(i: Input) -> gr.components.Component:
         return gr.Checkbox(value=bool(value), **common)
     if i.kind == "choice":
         return gr.Dropdown(list(i.choices), value=value, **common)
+    gr.Markdown(common["info"])  # gr.File and gr.Code take no info line
     if i.kind in ("file", "files"):
-        return gr.File(file_count="single" if i.kind == "file" else "multiple", **common)
-    gr.Markdown(common["info"])  # records: gr.Code takes no info line; one record a line
+        return gr.File(file_count="single" if i.kind == "file" else "multiple", label=i.name)
+    # records: one a line
     text = "[\n" + ",\n".join(f"  {json.dumps(record)}" for record in value or ()) + "\n]"
     return gr.Code(text, language="json", label=i.name)
 
@@ -100,6 +104,15 @@ def page_value(i: Input, value: Any, defaults: dict[str, Any]) -> Any:
         except json.JSONDecodeError as error:
             raise UserInputError(f"{i.name} is not valid JSON ({error.msg} at character {error.pos}).",
                                  argument=i.name) from None
+    if i.kind in ("integer", "number") and isinstance(value, str):  # an optional number's text box
+        text = value.strip().replace(",", "")
+        if not text:
+            return None
+        try:
+            number = float(text)
+        except ValueError:
+            return value  # the declared check says what it must be
+        return int(number) if i.kind == "integer" and number.is_integer() else number
     if i.kind in ("integer", "number") and value is None and not i.required:
         return defaults.get(i.name)
     return value

@@ -63,9 +63,10 @@ def _front_matter(fields: dict) -> str:
 
 
 def _preload(demo: Demo) -> list[str]:
-    """``preload_from_hub`` entries for the demo's official weight sets: "repo file1,file2 revision"."""
+    """``preload_from_hub`` entries for the demo's official weight sets: "repo file1,file2 revision" (model
+    repositories only: preload_from_hub reads no Space's files; those download on first use)."""
     for ws in demo.weight_sets:  # the default (first official) set only: the others download on demand
-        if ws.repo_id:
+        if ws.repo_id and ws.repo_type == "model":
             globbed = any(c in p for p in ws.allow_patterns for c in "*?[")
             files = "" if globbed else ",".join(ws.allow_patterns)  # preload takes file names, not globs
             pin = weights.pin(demo.id, ws)
@@ -118,7 +119,7 @@ def demo_space(demo: Demo) -> SpaceFiles:
         "app_file": "app.py",
         "short_description": demo.summary,
         "license": "apache-2.0",
-        "models": [ws.repo_id for ws in demo.weight_sets if ws.repo_id],
+        "models": [ws.repo_id for ws in demo.weight_sets if ws.repo_id and ws.repo_type == "model"],
         "preload_from_hub": _preload(demo),
         "suggested_hardware": demo.suggested_hardware,
         "tags": ["iclr2024", "paper-demo-hub", demo.id],
@@ -184,7 +185,7 @@ def hub_space() -> SpaceFiles:
         "app_file": "app.py",
         "short_description": "Try ICLR 2024 papers hands-on on their official weights",
         "license": "apache-2.0",
-        "models": [ws.repo_id for d in DEMOS for ws in d.weight_sets if ws.repo_id],
+        "models": [ws.repo_id for d in DEMOS for ws in d.weight_sets if ws.repo_id and ws.repo_type == "model"],
         "preload_from_hub": [entry for d in DEMOS for entry in _preload(d)],  # visitors cannot download on a Space
         "suggested_hardware": "a10g-large",
         "tags": ["iclr2024", "paper-demo-hub"],

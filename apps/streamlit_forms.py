@@ -14,6 +14,7 @@ import streamlit as st
 from apps.streamlit_ui import demo_context, paper_card, show_error, weights_select
 from shared.api import Endpoint, Input
 from shared.errors import UserInputError
+from shared.uploads import GRADIO_FILE
 
 UPLOADS = Path(tempfile.gettempdir()) / "demohub-streamlit-uploads"
 
@@ -87,4 +88,4 @@ def _saved(upload) -> dict:
     folder = Path(tempfile.mkdtemp(dir=UPLOADS))
     path = folder / Path(upload.name).name
     path.write_bytes(upload.getvalue())
-    return {"path": str(path), "meta": {"_type": "gradio.FileData"}}
+    return {"path": str(path), "meta": {"_type": GRADIO_FILE}}

@@ -15,6 +15,7 @@ class WeightSet:
     description: str
     repo_id: str | None = None
     revision: str = "main"
+    repo_type: str = "model"  # or "space": a Space's repository that carries the released files
     allow_patterns: tuple[str, ...] = ()
     size_bytes: int = 0
     license: str = ""  # shown by `demohub list`

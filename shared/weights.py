@@ -192,7 +192,7 @@ def cached_folder(demo_id: str, ws: WeightSet) -> Path | None:
     try:
         folder = Path(snapshot_download(
             ws.repo_id, revision=pin(demo_id, ws).revision, allow_patterns=list(ws.allow_patterns) or None,
-            cache_dir=hf_cache_dir(), local_files_only=True,
+            repo_type=ws.repo_type, cache_dir=hf_cache_dir(), local_files_only=True,
         ))
     except (FileNotFoundError, OSError, ValueError):  # LocalEntryNotFoundError is a FileNotFoundError
         return None
@@ -366,13 +366,14 @@ def download(demo_id: str, ws: WeightSet, progress: Progress | None = None) -> P
 
 
 def _download_key(demo_id: str, ws: WeightSet) -> tuple:
-    return ws.repo_id, pin(demo_id, ws).revision, ws.allow_patterns
+    return ws.repo_type, ws.repo_id, pin(demo_id, ws).revision, ws.allow_patterns
 
 
 def _download(demo_id: str, ws: WeightSet, progress: Progress | None) -> Path:
     from huggingface_hub import snapshot_download
 
-    common = dict(allow_patterns=list(ws.allow_patterns) or None, cache_dir=hf_cache_dir(), endpoint=hub_endpoint())
+    common = dict(allow_patterns=list(ws.allow_patterns) or None, repo_type=ws.repo_type, cache_dir=hf_cache_dir(),
+                  endpoint=hub_endpoint())
     try:
         plan = snapshot_download(ws.repo_id, revision=pin(demo_id, ws).revision, dry_run=True, **common)
     except Exception as error:  # network, auth, revision: the log has the detail, the visitor a sentence

@@ -87,7 +87,7 @@ def page_events(demo, tmp_path, monkeypatch) -> list:
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "empty-cache"))
     monkeypatch.setenv("DEMOHUB_CHECKPOINTS", str(tmp_path / "none"))
-    blocks = importlib.import_module(demo.page).build(DemoContext(demo, ModelPool(budget_bytes=0)))
+    blocks = importlib.import_module(demo.page_module).build(DemoContext(demo, ModelPool(budget_bytes=0)))
     return list(blocks.fns.values())
 
 

@@ -42,9 +42,9 @@ class Audio:
         return ()
 
 
-def read_audio(path: str | Path, name: str = "The audio file") -> Audio:
-    """The file's first ``MAX_ANALYSED_SECONDS`` as MERT reads them, or a ``UserInputError`` saying what is wrong
-    (not audio, an unreadable header, too many channels, an unusual sample rate, too short, silent)."""
+def check_header(path: str | Path, name: str = "The audio file"):
+    """The file's header (soundfile's ``info``), checked: audio this server reads, mono or stereo, a usual sample
+    rate. Reads no sound: cheap enough for a check before the queue."""
     import soundfile
 
     try:
@@ -56,6 +56,15 @@ def read_audio(path: str | Path, name: str = "The audio file") -> Audio:
     if not MIN_RATE <= info.samplerate <= MAX_RATE:
         raise UserInputError(f"{name} is sampled at {info.samplerate:,} Hz; send {MIN_RATE // 1000} to "
                              f"{MAX_RATE // 1000} kHz (44.1 or 48 kHz is usual).", argument="audio")
+    return info
+
+
+def read_audio(path: str | Path, name: str = "The audio file") -> Audio:
+    """The file's first ``MAX_ANALYSED_SECONDS`` as MERT reads them, or a ``UserInputError`` saying what is wrong
+    (``check_header``'s, then too short or silent)."""
+    import soundfile
+
+    info = check_header(path, name)
     rate = info.samplerate
     try:  # in 10 s blocks, each mixed to mono at once: memory follows the sound read, not the header's claim
         blocks = [block.mean(axis=1) for block in soundfile.blocks(

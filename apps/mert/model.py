@@ -24,13 +24,10 @@ from pathlib import Path
 import torch
 from torch import nn
 
+from apps.mert.tasks import BEST_LAYER
 from shared.checkpoints import load_torch_checkpoint, load_torch_state
 
 CONFIG_NAME, WEIGHTS_NAME = "config.json", "pytorch_model.bin"
-HEADS_FOLDER = "Prediction_Head/best-layer-MERT-v1-95M"
-# The Space's MERT_BEST_LAYER_IDX, in its TASKS order (its output rows); "all": the learned weighting of every layer.
-BEST_LAYER: dict[str, int | str] = {"GS": 8, "MTGInstrument": "all", "MTGGenre": 7, "MTGTop50": 6, "MTGMood": 6,
-                                    "NSynthI": 6, "NSynthP": 1, "VocalSetS": 2, "VocalSetT": 9, "EMO": 5}
 # config.json keys transformers' HubertConfig reads under the same names (the rest are MERT's training settings,
 # which change nothing at inference with this config, checked by ``encoder_config``).
 HUBERT_KEYS = ("hidden_size", "num_hidden_layers", "num_attention_heads", "intermediate_size", "hidden_act",

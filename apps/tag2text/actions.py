@@ -19,16 +19,14 @@ from apps.tag2text.config import OFFICIAL_THRESHOLD
 from apps.tag2text.images import IMAGE_SUFFIXES
 from shared import device
 from shared.context import DemoContext
-from shared.errors import UserInputError, page_inputs
+from shared.errors import page_inputs
 from shared.pipeline import Callback
+from shared.uploads import each
 
 if TYPE_CHECKING:  # the pipeline module imports torch: pages import it only when a check or a run needs it
     from apps.tag2text.pipeline import Tag, Tag2TextImageResult, Tag2TextOutput
 
 EXAMPLES_DIR = Path(__file__).resolve().parent / "examples"
-GRADIO_FILE = "gradio.FileData"  # the mark of a file reference that Gradio checks before an endpoint runs
-NOT_AN_UPLOAD = ("{argument} must be an uploaded file: send it with gradio_client's handle_file, @gradio/client's "
-                 "handle_file, or over MCP as a data URI; a path or a bare file name is not read.")
 DEFAULT_THRESHOLD = OFFICIAL_THRESHOLD
 UPLOAD_TYPES = sorted(IMAGE_SUFFIXES)  # what the upload widgets accept (plus ".zip" for a batch)
 WORKS_WITHOUT_WEIGHTS = ""  # nothing on this page runs without the weights
@@ -62,36 +60,9 @@ def upload_path(value: Any) -> Any:
     return Path(value) if isinstance(value, str) else value
 
 
-def _each(values: Any) -> list[Any]:
-    """A multi-file input's value (None, one file, or a list of them) as a list."""
-    if values is None:
-        return []
-    return list(values) if isinstance(values, (list, tuple)) else [values]
-
-
 def upload_paths(values: Any) -> list[Any]:
     """A multi-file input's value -> a list for the pipeline."""
-    return [upload_path(v) for v in _each(values)]
-
-
-def api_file(value: Any, argument: str) -> Path | None:
-    """An endpoint's file argument as the pipeline takes it, only where Gradio checked it: a file reference marked
-    ``gradio.FileData`` (what gradio_client's handle_file, @gradio/client and MCP send), whose path Gradio confirmed
-    is an upload before the endpoint runs. A plain string, or a reference without Gradio's mark, would name a path on
-    the server (any image there could be read, any file's existence probed): refused."""
-    if value is None:
-        return None
-    meta = value.get("meta") if isinstance(value, dict) else getattr(value, "meta", None)
-    mark = meta.get("_type") if isinstance(meta, dict) else None
-    path = value.get("path") if isinstance(value, dict) else getattr(value, "path", None)
-    if mark != GRADIO_FILE or not isinstance(path, str):
-        raise UserInputError(NOT_AN_UPLOAD.format(argument=argument), argument=argument)
-    return Path(path)
-
-
-def api_files(values: Any, argument: str) -> list[Path | None]:
-    """``api_file`` for each of a multi-file argument (one reference, or a list of them)."""
-    return [api_file(v, argument) for v in _each(values)]
+    return [upload_path(v) for v in each(values)]
 
 
 def precision_note() -> str:

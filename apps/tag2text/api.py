@@ -6,6 +6,7 @@ from apps.tag2text import actions
 from apps.tag2text.checks import MAX_USER_TAG_CHARS, Tag2TextInputs, check_inputs
 from shared.api import Endpoint, Input
 from shared.context import DemoContext
+from shared.uploads import api_file, api_files
 
 THRESHOLD = Input("threshold", "number", "a tag is kept when its score is above this (person, man and woman keep "
                   "0.7)", default=actions.DEFAULT_THRESHOLD, minimum=0.0, maximum=1.0, example=0.68)
@@ -50,16 +51,16 @@ ENDPOINTS = (
 
 
 def check_image(ctx: DemoContext, image, threshold, user_tags) -> Tag2TextInputs:
-    return check_inputs(actions.api_file(image, "image"), threshold, user_tags)
+    return check_inputs(api_file(image, "image"), threshold, user_tags)
 
 
 def check_batch(ctx: DemoContext, files, threshold, user_tags) -> Tag2TextInputs:
-    return check_inputs(actions.api_files(files, "files"), threshold, user_tags)
+    return check_inputs(api_files(files, "files"), threshold, user_tags)
 
 
 def tag_image(ctx: DemoContext, image, threshold, user_tags) -> dict:
-    return actions.tag_image(ctx, actions.api_file(image, "image"), threshold, user_tags).to_dict()
+    return actions.tag_image(ctx, api_file(image, "image"), threshold, user_tags).to_dict()
 
 
 def tag_batch(ctx: DemoContext, files, threshold, user_tags) -> dict:
-    return actions.tag_batch(ctx, actions.api_files(files, "files"), threshold, user_tags).to_dict()
+    return actions.tag_batch(ctx, api_files(files, "files"), threshold, user_tags).to_dict()

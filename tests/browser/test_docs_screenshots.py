@@ -104,6 +104,16 @@ def test_tag2text_says_it_needs_its_weights(reader, tmp_path):
     assert reader.console_errors == []
 
 
+def test_mert_says_it_needs_its_weights_and_shows_its_form(reader, tmp_path):
+    """MERT's page is the form made from its declaration (apps/forms.py): the audio input, its tasks and window."""
+    reader.goto(f"{reader.base}/mert")
+    weights_missing(reader, "mert", "music-descriptor")
+    expect(reader.get_by_label("tasks")).to_have_value("")
+    expect(reader.get_by_role("button", name="Run")).to_be_visible()
+    save(reader, "mert", tmp_path)
+    assert reader.console_errors == []
+
+
 def test_every_demo_has_a_flow_here():
     """A new demo gets its README screenshot (and the check of what runs without weights) in this file."""
     flows = {name.split("_")[1] for name in globals() if name.startswith("test_") and "every" not in name}

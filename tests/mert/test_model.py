@@ -11,15 +11,14 @@ import pytest
 import torch
 
 from apps.mert.model import (
-    BEST_LAYER,
-    HEADS_FOLDER,
     encoder_config,
     layer_means,
     load_encoder,
     load_heads,
     official_keys,
 )
-from tests.fixtures.tiny_mert import FACTS, TINY, build_default, official_config
+from apps.mert.tasks import BEST_LAYER, HEADS_FOLDER
+from tests.fixtures.tiny_mert import FACTS, TINY, official_config, write_encoder, write_heads
 
 OFFICIAL_FILE_BYTES = 377_552_987  # pytorch_model.bin of m-a-p/MERT-v1-95M
 
@@ -47,7 +46,8 @@ def test_a_config_that_is_not_hubert_is_refused(key, value):
 @pytest.fixture(scope="module")
 def tiny(tmp_path_factory):
     folder = tmp_path_factory.mktemp("mert")
-    build_default(folder)
+    write_encoder(folder)
+    write_heads(folder)
     return folder
 
 

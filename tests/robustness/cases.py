@@ -146,9 +146,13 @@ GEODIFFUSION = [
 ]
 
 def honest_args(endpoint: Endpoint) -> tuple:
-    """Every input at its declared example; a file input the ``ok.png`` payload."""
-    files = {"file": "{file:ok.png}", "files": ["{file:ok.png}"]}
-    return tuple(files.get(i.kind, i.example) for i in endpoint.inputs)
+    """Every input at its declared example; a file input its example file (a path in the repository), else the
+    ``ok.png`` payload."""
+    def file(i: Input) -> str:
+        return f"{{file:{i.example or 'ok.png'}}}"
+
+    files = {"file": file, "files": lambda i: [file(i)]}
+    return tuple(files[i.kind](i) if i.kind in files else i.example for i in endpoint.inputs)
 
 
 def outside_limits(i: Input) -> list[tuple[str, object]]:

@@ -9,6 +9,7 @@ import pytest
 from gradio_client import Client, handle_file
 
 import apps
+from shared.weights import REPO_ROOT
 from tests.robustness.cases import CATALOGUE, DECLARED_CASES, VALID, make_files
 
 GENERIC = "Something went wrong on our side"
@@ -29,9 +30,11 @@ def client(robust_hub):
 
 
 def fill(value, files):
-    """Replace ``{file:NAME}`` placeholders (also inside lists) by uploaded files."""
+    """Replace ``{file:NAME}`` placeholders (also inside lists) by uploaded files: a payload of ``make_files``, or a
+    file of the repository (a demo's declared example)."""
     if isinstance(value, str) and value.startswith("{file:"):
-        return handle_file(str(files[value[6:-1]]))
+        name = value[6:-1]
+        return handle_file(str(files[name] if name in files else REPO_ROOT / name))
     if isinstance(value, list) and value and isinstance(value[0], str) and value[0].startswith("{file:"):
         return [fill(v, files) for v in value]
     return value

@@ -180,7 +180,7 @@ def test_private_hub_serves_its_users(private_hub):
 def test_an_endpoint_never_reads_a_server_file_its_caller_names(public_hub, api_name):
     """A path string, or a file reference without Gradio's mark, would name a file on the server: the endpoint
     refuses both with the same sentence whether the file exists or not (no image read, no existence oracle)."""
-    from apps.tag2text.actions import NOT_AN_UPLOAD
+    from shared.uploads import NOT_AN_UPLOAD
 
     secret = public_hub.root / "private" / "private.png"  # outside the hub's cwd, which must stay empty
     secret.parent.mkdir(exist_ok=True)

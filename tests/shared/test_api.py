@@ -11,6 +11,7 @@ import apps
 from shared.api import Endpoint, Input
 from shared.context import DemoContext
 from shared.errors import UserInputError
+from shared.weights import REPO_ROOT
 from tests.endpoints import DECLARED
 from tests.robustness.cases import outside_limits
 
@@ -91,7 +92,11 @@ def upload(tmp_path):
 def test_every_declared_example_passes_its_checks_and_every_limit_is_enforced(name, upload, offline_checkpoints):
     demo, endpoint = DECLARED[name]
     ctx = DemoContext(demo)
-    honest = {i.name: {"file": upload, "files": [upload]}.get(i.kind, i.example) for i in endpoint.inputs}
+    def file(i):
+        return {"path": str(REPO_ROOT / i.example), "meta": upload["meta"]} if i.example else upload
+
+    honest = {i.name: {"file": file, "files": lambda i: [file(i)]}[i.kind](i) if i.kind in ("file", "files")
+              else i.example for i in endpoint.inputs}
     assert all(i.example is not None or i.kind in ("file", "files") for i in endpoint.inputs), "declare an example"
     endpoint.check_call(ctx, honest)
     for i in endpoint.inputs:

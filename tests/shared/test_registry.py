@@ -1,5 +1,6 @@
 """The demo registry: demos found from their folders, light imports, consistent records."""
 
+import importlib.util
 import json
 import re
 import subprocess
@@ -24,7 +25,9 @@ def test_a_demos_own_modules_reach_no_other_demo():
     """The registry (apps.registry) is imported by what lists demos, not by the package a demo lives in: a page's
     actions and declarations load that demo alone."""
     for demo in apps.DEMOS:
-        code = (f"import sys, apps.{demo.id}.actions, apps.{demo.id}.api; "
+        own = [f"apps.{demo.id}.{name}" for name in ("actions", "api") if importlib.util.find_spec(
+            f"apps.{demo.id}.{name}")]
+        code = (f"import sys, {', '.join(own)}; "
                 "print(sorted({m.split('.')[1] for m in sys.modules if m.startswith('apps.')}))")
         out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
         assert out.strip() == str([demo.id]), (demo.id, out)

@@ -1,0 +1,94 @@
+"""MERTPipeline on a tiny checkpoint in the Space's layout: the contract (check_inputs without weights, frozen output,
+to_dict, callback), each task's labels, the timeline of windows, a long clip in parts, and windows batched through
+the encoder giving what each window gives alone."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+import soundfile
+import torch
+
+from apps.mert.audio import SAMPLE_RATE
+from apps.mert.pipeline import MERTOutput, MERTPipeline, _split
+from apps.mert.tasks import BEST_LAYER, TITLES
+from shared.errors import UserInputError
+from tests.fixtures.tiny_mert import build_default
+
+
+@pytest.fixture(scope="module")
+def pipe(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("music-descriptor")
+    build_default(folder)
+    return MERTPipeline.from_pretrained(folder)
+
+
+@pytest.fixture
+def clip(tmp_path):
+    def write(seconds: float, rate: int = 44_100) -> str:
+        t = np.arange(int(seconds * rate)) / rate
+        path = tmp_path / f"clip-{seconds}.wav"
+        soundfile.write(path, (0.4 * np.sin(2 * np.pi * 220 * t) * (1 + np.sin(2 * np.pi * 0.5 * t))).astype(
+            np.float32), rate)
+        return str(path)
+
+    return write
+
+
+def test_every_task_answers_with_its_labels(pipe, clip):
+    steps = []
+    out = pipe(clip(3.0), callback=lambda step, total: steps.append((step, total)))
+    assert isinstance(out, MERTOutput) and [r.task for r in out.results] == list(BEST_LAYER)
+    assert steps == [(1, 1)] and out.windows == () and out.notes == ()
+    for result in out.results:
+        assert result.title == TITLES[result.task]
+        if result.task == "EMO":
+            assert [label.name for label in result.labels] == ["arousal", "valence"]
+        else:
+            scores = [label.score for label in result.labels]
+            assert len(scores) == 5 and scores == sorted(scores, reverse=True) and 0 < sum(scores) <= 1 + 1e-6
+    genre = next(r for r in out.results if r.task == "MTGGenre")
+    assert all("---" not in label.name for label in genre.labels), "labels shown without their prefix"
+    answer = out.to_dict()
+    json.dumps(answer)
+    assert answer["seconds"] == pytest.approx(3.0) and answer["results"][0]["task"] == "GS"
+
+
+def test_the_timeline_has_a_window_per_span_and_batching_changes_nothing(pipe, clip):
+    out = pipe(clip(12.3), tasks="MTGGenre, mtgmood", window=5)
+    assert [r.task for r in out.results] == ["MTGGenre", "MTGMood"]
+    assert [(w.start, w.end) for w in out.windows] == [(0.0, 5.0), (5.0, 10.0), (10.0, 12.3)]
+    audio = pipe.check_inputs(clip(12.3)).audio.samples
+    spans = _split(len(audio), 5)
+    together = pipe._means(audio, spans, None, 0, len(spans))
+    for i, span in enumerate(spans):
+        alone = pipe._means(audio, [span], None, 0, 1)
+        torch.testing.assert_close(together[i:i + 1], alone, atol=1e-5, rtol=1e-5)
+    assert out.windows[0].top["MTGGenre"] == pipe._describe("MTGGenre", together[:1])[0].labels[0].name
+
+
+def test_a_clip_longer_than_one_pass_is_described_in_parts_and_says_so(pipe, clip):
+    out = pipe(clip(31.0, rate=SAMPLE_RATE), tasks=["GS"])
+    assert out.notes == ("The clip is longer than 30 s: it was described from 2 parts of at most 30 s, averaged.",)
+
+
+@pytest.mark.parametrize(("tasks", "window", "argument", "words"), [
+    ("GS, Tempo", None, "tasks", "Unknown task 'Tempo'"),
+    ([3], None, "tasks", "task names"),
+    (None, 1, "window", "window must be a number between 2 and 60"),
+    (None, "long", "window", "window must be a number"),
+])
+def test_bad_requests_are_refused_without_weights(clip, tasks, window, argument, words):
+    with pytest.raises(UserInputError, match=words) as info:
+        MERTPipeline.check_inputs(clip(1.0), tasks, window)
+    assert info.value.argument == argument
+
+
+def test_checking_a_request_imports_no_torch():
+    import subprocess
+    import sys
+
+    code = "import sys, apps.mert.checks; print('torch' in sys.modules)"
+    assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout == "False\n"
