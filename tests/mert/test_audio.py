@@ -82,3 +82,15 @@ def test_a_tiny_file_declaring_hours_decodes_only_what_it_holds(tmp_path):
     assert audio.analysed_seconds == pytest.approx(1.0) and len(audio.samples) == SAMPLE_RATE
     assert audio.seconds == pytest.approx(1.0) and audio.notes == (), "the header's 5 hours are not believed"
     assert peak < 50_000_000, f"{peak:,} bytes for one second of sound"
+
+
+def test_the_shipped_example_clips_are_what_the_generator_writes(tmp_path):
+    """apps/mert/examples/ holds only sound this project synthesised (python -m apps.mert.examples)."""
+    from apps.mert.examples import CLIPS, FOLDER, write_all
+
+    written = write_all(tmp_path)
+    assert sorted(p.name for p in FOLDER.iterdir()) == sorted(f"{name}.flac" for name in CLIPS)
+    for path in written:
+        ours, rate = soundfile.read(path)
+        shipped, shipped_rate = soundfile.read(FOLDER / path.name)
+        assert rate == shipped_rate == SAMPLE_RATE and np.array_equal(ours, shipped), path.name
