@@ -1,8 +1,14 @@
 """MERT: music understanding on the official MERT-v1-95M encoder and the Music-Descriptor probing heads
 (registration only; no heavy imports). Its page and API come from its declaration (api.py)."""
 
-from apps.mert.tasks import BEST_LAYER, HEADS_FOLDER
 from shared.registry import Demo, Paper, WeightSet
+
+# The ten heads of the Space m-a-p/Music-Descriptor (its MERT_BEST_LAYER_IDX, in its output order): the layer each
+# reads, index L of the 12 transformer layers (hidden_states[L + 1]), or "all" (a learned softmax weighting). Here,
+# beside the weight set whose files they name (a Space built for another demo imports this file alone).
+BEST_LAYER: dict[str, int | str] = {"GS": 8, "MTGInstrument": "all", "MTGGenre": 7, "MTGTop50": 6, "MTGMood": 6,
+                                    "NSynthI": 6, "NSynthP": 1, "VocalSetS": 2, "VocalSetT": 9, "EMO": 5}
+HEADS_FOLDER = "Prediction_Head/best-layer-MERT-v1-95M"  # in the Space's repository
 
 DEMO = Demo(
     id="mert",

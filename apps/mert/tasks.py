@@ -1,15 +1,13 @@
-"""The ten Music-Descriptor tasks, torch-free: their names, what a visitor reads for each, and the layer each head
-reads (the Space's ``MERT_BEST_LAYER_IDX``: index L of the 12 transformer layers, ``hidden_states[L + 1]``; "all":
-a learned softmax weighting of every layer)."""
+"""The ten Music-Descriptor tasks, torch-free: what a visitor reads for each, and how a label is shown (the tasks and
+the layer each head reads are registered with the weights, apps/mert/__init__.py)."""
 
 from __future__ import annotations
 
 import re
 
-HEADS_FOLDER = "Prediction_Head/best-layer-MERT-v1-95M"  # in the Space's repository
-# In the Space's output order (its TASKS list).
-BEST_LAYER: dict[str, int | str] = {"GS": 8, "MTGInstrument": "all", "MTGGenre": 7, "MTGTop50": 6, "MTGMood": 6,
-                                    "NSynthI": 6, "NSynthP": 1, "VocalSetS": 2, "VocalSetT": 9, "EMO": 5}
+from apps.mert import BEST_LAYER, HEADS_FOLDER
+
+__all__ = ["BEST_LAYER", "HEADS_FOLDER", "REGRESSION", "TITLES", "TOP", "short_label"]
 TITLES = {"GS": "Key", "MTGInstrument": "Instruments", "MTGGenre": "Genre", "MTGTop50": "Top tags", "MTGMood": "Mood",
           "NSynthI": "Instrument family (one note)", "NSynthP": "Pitch (MIDI note, one note)",
           "VocalSetS": "Singer", "VocalSetT": "Vocal technique", "EMO": "Emotion (arousal, valence)"}

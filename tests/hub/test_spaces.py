@@ -50,8 +50,11 @@ def front_matter(name: str) -> dict:
 def test_space_yaml_is_valid(name):
     meta = front_matter(name)
     for key in ("title", "emoji", "colorFrom", "colorTo", "sdk", "sdk_version", "python_version", "app_file",
-                "short_description", "license", "models", "suggested_hardware", "tags"):
+                "short_description", "license", "suggested_hardware", "tags"):
         assert key in meta, key
+    demos = apps.DEMOS if name == spaces.HUB_SPACE else [apps.get_demo(name)]
+    model_repos = {ws.repo_id for d in demos for ws in d.weight_sets if ws.repo_id and ws.repo_type == "model"}
+    assert set(meta.get("models", [])) == model_repos, "the card links every model repository the Space reads"
     assert meta["sdk"] == "gradio" and meta["app_file"] == "app.py"
     gradio_req = next(Requirement(line) for line in (REPO_ROOT / "requirements.txt").read_text().splitlines()
                       if line.startswith("gradio"))
@@ -60,7 +63,7 @@ def test_space_yaml_is_valid(name):
     if name != spaces.HUB_SPACE:  # the demo's own phrase, never a cut of its longer tagline
         assert meta["short_description"] == apps.get_demo(name).summary
     assert meta["colorFrom"] in {"red", "yellow", "green", "blue", "indigo", "purple", "pink", "gray"}
-    assert all("/" in m for m in meta["models"])
+    assert all("/" in m for m in meta.get("models", []))
     for entry in meta.get("preload_from_hub", []):
         parts = entry.split(" ")
         assert parts[0] in meta["models"] and len(parts) <= 3
@@ -88,10 +91,14 @@ def test_requirements_pin_gradio_and_parse(name):
 
 
 def test_hub_space_preloads_every_demos_default_weights(monkeypatch):
-    """Visitors cannot download on a Space, so the hub Space brings each demo's first official set along."""
+    """Visitors cannot download on a Space, so the hub Space brings each demo's first official set along, where it is
+    a model repository (preload_from_hub fetches models; MERT's weights are in a Space repository)."""
     preloaded = {entry.split(" ")[0]: entry for entry in front_matter(spaces.HUB_SPACE)["preload_from_hub"]}
     for demo in apps.DEMOS:
         default = next(ws for ws in demo.weight_sets if ws.repo_id)
+        if default.repo_type != "model":
+            assert default.repo_id not in preloaded, demo.id
+            continue
         globbed = any(c in p for p in default.allow_patterns for c in "*?[")
         files = [] if globbed else [",".join(default.allow_patterns)]  # a glob preloads the whole repo
         assert preloaded[default.repo_id].split(" ")[1:] == files, demo.id
