@@ -41,6 +41,7 @@ DEMO = Demo(
                   size_bytes=394_249_017, license="CC-BY-NC-4.0"),
     ),
     pipeline="apps.mert.pipeline:MERTPipeline",
+    preview="apps.mert.examples:preview",
     api="apps.mert.api",
     requirements=("transformers>=4.50", "soundfile>=0.12", "soxr>=0.3"),
 )

@@ -65,3 +65,18 @@ def write_all(folder: Path = FOLDER) -> list[Path]:
 if __name__ == "__main__":
     for written in write_all():
         print(written.relative_to(Path.cwd()) if written.is_relative_to(Path.cwd()) else written)
+
+
+def preview(bars: int = 56, width: int = 224, height: int = 126) -> str:
+    """The hub card's picture: the first example clip's loudness as a bar waveform (SVG, drawn from the synthesis,
+    no file read)."""
+    samples = np.abs(piano_scale())
+    peaks = [float(chunk.max()) for chunk in np.array_split(samples, bars)]
+    top = max(peaks) or 1.0
+    step = width / bars
+    rects = "".join(
+        f'<rect x="{i * step + 1:.1f}" y="{(height - h) / 2:.1f}" width="{step - 2:.1f}" height="{h:.1f}" rx="1"/>'
+        for i, h in enumerate(max(2.0, height * 0.9 * p / top) for p in peaks))
+    return (f'<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {width} {height}" width="{width}" '
+            f'height="{height}" role="img" aria-label="The piano-scale example as a waveform">'
+            f'<g fill="currentColor" opacity="0.75">{rects}</g></svg>')

@@ -35,7 +35,9 @@ def hub(tmp_path_factory):
     files = {demo_id: tiny_repos.default_repo(demo_id, tmp) for demo_id in REPOS}
     server = HubServer().start()
     for demo_id, repo_id in REPOS.items():
-        server.add_repo(repo_id, files[demo_id])
+        ws = get_demo(demo_id).weight_sets[0]
+        pinned = ws.revision if len(ws.revision) == 40 else None  # a set pinned in its registration: that commit
+        server.add_repo(repo_id, files[demo_id], repo_type=ws.repo_type, sha=pinned)
     yield server, files
     assert server.errors == [], "the Hub test server failed (a 500 of its own, not an injected fault)"
     server.stop()
@@ -73,7 +75,7 @@ def test_download_fetches_exactly_the_allowed_files_then_loads_offline(hub, demo
     monkeypatch.setenv("DEMOHUB_CONVERTED_CACHE", str(tmp_path / "converted"))
     assert weights.state(demo_id, ws) is weights.WeightState.CACHED
     folder = weights.resolve(demo_id, ws)  # no download allowed: it must be in the cache now
-    assert folder.name == server.repo_sha(repo_id), "the commit the Hub served"
+    assert folder.name == server.repo_sha(repo_id, repo_type=ws.repo_type), "the commit the Hub served"
     assert tiny_repos.folder_files(folder) == {f: files[demo_id][f] for f in allowed}
     pipe = load_pipeline(get_demo(demo_id), ws, folder)
     assert type(pipe).__name__ == get_demo(demo_id).pipeline.rsplit(":", 1)[1]

@@ -15,7 +15,9 @@ import psutil
 import pytest
 from PIL import Image
 
+import apps
 from apps import serving
+from shared.weights import REPO_ROOT
 from tests.commands import busy_cores, start_hub
 from tests.conftest import free_port, tiny_hub_running
 from tests.hub.test_first_call import FIRST_JOIN_SECONDS, assert_answers, gradio_client_call, mcp_tool_call, timed_join
@@ -72,6 +74,8 @@ def calls(images) -> dict:
         "ask": dict(smiles="CCO", question="tpsa", api_name="/ask"),
         "generate": dict(layout_json=json.dumps(LAYOUT), checkpoint="nuimages-256x256", seed=3, steps=3, cfg=5.0,
                          api_name="/generate"),
+        "describe_music": dict(audio=handle_file(str(REPO_ROOT / "apps/mert/examples/drum-pattern.flac")),
+                               tasks="GS, MTGGenre", window=2, api_name="/describe_music"),
     }
 
 
@@ -122,7 +126,8 @@ def test_first_calls_on_busy_cores_once_serve_is_up(ray_hub):
     assert "Traceback" not in ray_hub.log, ray_hub.log[-3000:]
 
 
-@pytest.mark.parametrize("name", ["synthesize", "suggest", "tag_image", "tag_batch", "ask", "generate"])
+@pytest.mark.parametrize("name", ["synthesize", "suggest", "tag_image", "tag_batch", "ask", "generate",
+                                  "describe_music"])
 def test_every_demo_answers_as_in_process(ray_hub, local_hub, images, name):
     call = calls(images)[name]
     remote = predict(ray_hub.url, call)
@@ -152,9 +157,9 @@ def test_the_operator_sees_the_deployments(ray_hub):
                          text=True, timeout=60)
     stats = json.loads(out.stdout)
     assert stats["backend"] == "ray"
+    deployed = {demo.id: "tiny-pragmatic" if demo.id == "prax" else demo.weight_sets[0].name for demo in apps.DEMOS}
     assert {name: status for name, status in stats["applications"].items()} == {
-        "demohub-prax-tiny-pragmatic": "RUNNING", "demohub-tag2text-tag2text-swin-14m": "RUNNING",
-        "demohub-molm3d-generalist": "RUNNING", "demohub-geodiffusion-nuimages-256x256": "RUNNING"}
+        f"demohub-{demo_id}-{name}": "RUNNING" for demo_id, name in deployed.items()}  # serve.yaml's, those on disk
 
 
 def test_stopping_the_hub_stops_its_ray_instance(ray_hub):

@@ -8,8 +8,10 @@ from __future__ import annotations
 
 import io
 import json
+import struct
 from pathlib import Path
 
+import numpy as np
 from PIL import Image
 
 import apps
@@ -40,7 +42,24 @@ def make_files(folder: Path) -> dict[str, Path]:
     write("one_pixel.png", _save(Image.new("RGB", (1, 1))))
     write("ok.png", _save(Image.radial_gradient("L").convert("RGB").resize((96, 96))))
     write("not_a_mol.sdf", b"\x00\x01\x02binary")
+    write("silence.wav", wav(24_000, 1, np.zeros((24_000, 1))))
+    write("short.wav", wav(44_100, 1, tone(4_410, 1)))
+    write("eight-channels.wav", wav(24_000, 8, tone(24_000, 8)))
+    write("192khz.wav", wav(192_000, 1, tone(192_000, 1)))
+    write("header-only.wav", wav(24_000, 1, tone(24_000, 1))[:30])
     return files
+
+
+def tone(frames: int, channels: int) -> np.ndarray:
+    return np.repeat(0.4 * np.sin(np.arange(frames) * 0.05)[:, None], channels, axis=1)
+
+
+def wav(rate: int, channels: int, samples: np.ndarray) -> bytes:
+    """A 16-bit PCM WAV file."""
+    data = (samples * 32767).astype("<i2").tobytes()
+    return (b"RIFF" + struct.pack("<I", 36 + len(data)) + b"WAVEfmt " + struct.pack(
+        "<IHHIIHH", 16, 1, channels, rate, rate * channels * 2, channels * 2, 16) + b"data"
+        + struct.pack("<I", len(data)) + data)
 
 
 def _save(image: Image.Image) -> bytes:
@@ -183,7 +202,27 @@ DECLARED_CASES = [(demo.id, f"{endpoint.name}-{i.name}-{case}", f"/{endpoint.nam
                    i.name)
                   for _, (demo, endpoint) in DECLARED.items() for i in endpoint.inputs
                   for case, value in outside_limits(i)]
+MERT = [
+    ("text-file", "/describe_music", ("{file:text.png}", "", None), ["not audio"]),
+    ("empty-file", "/describe_music", ("{file:empty.png}", "", None), ["not audio"]),
+    ("binary-garbage", "/describe_music", ("{file:binary.jpg}", "", None), ["not audio"]),
+    ("an-image", "/describe_music", ("{file:ok.png}", "", None), ["not audio"]),
+    ("no-audio", "/describe_music", (None, "", None), ["no audio"]),
+    ("silence", "/describe_music", ("{file:silence.wav}", "", None), ["silent"]),
+    ("too-short", "/describe_music", ("{file:short.wav}", "", None), ["0.10 s"]),
+    ("eight-channels", "/describe_music", ("{file:eight-channels.wav}", "", None), ["8 channels"]),
+    ("192-khz", "/describe_music", ("{file:192khz.wav}", "", None), ["192,000 Hz"]),
+    ("header-only", "/describe_music", ("{file:header-only.wav}", "", None), ["audio"]),
+    ("unknown-task", "/describe_music", ("{file:apps/mert/examples/sine-chord.flac}", "GS, Tempo", None), ["Tempo"]),
+    ("huge-tasks", "/describe_music", ("{file:apps/mert/examples/sine-chord.flac}", "GS, " * 100, None),
+     ["300 characters"]),
+    ("tasks-not-text", "/describe_music", ("{file:apps/mert/examples/sine-chord.flac}", [3], None), ["tasks"]),
+    ("window-too-short", "/describe_music", ("{file:apps/mert/examples/sine-chord.flac}", "", 1), ["window"]),
+    ("window-too-long", "/describe_music", ("{file:apps/mert/examples/sine-chord.flac}", "", 100), ["60"]),
+    ("window-text", "/describe_music", ("{file:apps/mert/examples/sine-chord.flac}", "", "long"), ["window"]),
+]
+
 VALID = {demo.id: (f"/{demo.endpoints()[0].name}", honest_args(demo.endpoints()[0])) for demo in apps.DEMOS
          if demo.endpoints()}
 
-CATALOGUE = {"tag2text": TAG2TEXT, "molm3d": MOLM3D, "prax": PRAX, "geodiffusion": GEODIFFUSION}
+CATALOGUE = {"tag2text": TAG2TEXT, "molm3d": MOLM3D, "prax": PRAX, "geodiffusion": GEODIFFUSION, "mert": MERT}
