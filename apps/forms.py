@@ -13,7 +13,7 @@ from typing import Any
 import gradio as gr
 
 from apps import ui
-from shared.api import Endpoint, Input
+from shared.api import Endpoint, Input, attribute
 from shared.context import DemoContext
 from shared.errors import UserInputError
 
@@ -48,7 +48,9 @@ def form(ctx: DemoContext, endpoint: Endpoint, view: ui.WeightsView) -> None:
             components = [view.selectors[0] if i.kind == "weights" else component(i) for i in endpoint.inputs]
             run = gr.Button("Run", variant="primary")
         with gr.Column():
-            answer = gr.JSON(label="Answer")
+            shown = gr.Markdown(elem_classes="form-answer") if endpoint.view else None
+            with gr.Accordion("Answer as JSON", open=False) if endpoint.view else gr.Group():
+                answer = gr.JSON(label="Answer")
     defaults = endpoint.defaults(lambda i: ctx.default_weights(i.preference))
 
     def arguments(values: tuple) -> dict[str, Any]:
@@ -60,13 +62,15 @@ def form(ctx: DemoContext, endpoint: Endpoint, view: ui.WeightsView) -> None:
     def call(*values):
         checked = arguments(values)
         endpoint.check_call(ctx, checked)
-        return endpoint.runner()(ctx, **checked)
+        result = endpoint.runner()(ctx, **checked)
+        return (attribute(endpoint.view)(result), result) if endpoint.view else result
 
     check.__signature__ = call.__signature__ = ui.endpoint_signature(endpoint, defaults)
     call.__name__ = f"{endpoint.name}_on_page"
     handler = ui.model_call(call) if endpoint.work == "model" else ui.user_errors(call)
     events = {"model": ui.model_events, "bounded": ui.work_events}.get(endpoint.work)
-    view.follow(run.click(handler, components, answer, validator=ui.validator(check), api_visibility="private",
+    outputs = [shown, answer] if shown is not None else answer
+    view.follow(run.click(handler, components, outputs, validator=ui.validator(check), api_visibility="private",
                           preprocess=False, **(events(ctx) if events else {})))
 
 

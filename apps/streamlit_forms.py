@@ -12,7 +12,7 @@ from typing import Any
 import streamlit as st
 
 from apps.streamlit_ui import demo_context, paper_card, show_error, weights_select
-from shared.api import Endpoint, Input
+from shared.api import Endpoint, Input, attribute
 from shared.errors import UserInputError
 from shared.uploads import GRADIO_FILE
 
@@ -43,7 +43,10 @@ def form(ctx, endpoint: Endpoint, weights: str) -> None:
             arguments = {i.name: value_of(i, values[i.name]) for i in endpoint.inputs}
             endpoint.check_call(ctx, arguments)
             with st.spinner("Running"):
-                st.json(endpoint.runner()(ctx, **arguments))
+                answer = endpoint.runner()(ctx, **arguments)
+            if endpoint.view:
+                st.markdown(attribute(endpoint.view)(answer))
+            st.json(answer, expanded=not endpoint.view)
         except Exception as error:
             show_error(error)
 

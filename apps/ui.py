@@ -485,6 +485,7 @@ def notice(text: str, kind: str = "info") -> str:
 # The hub's and every single-demo Space's look: one stylesheet (Gradio's CSS variables, so light and dark themes both
 # work), passed to ``launch`` through ``look()``.
 CSS = """
+.form-answer td:first-child, .form-answer th:first-child { white-space: nowrap; }
 .demo-cards { display: grid; grid-template-columns: repeat(auto-fill, minmax(240px, 1fr)); gap: 1rem; }
 .demo-card { border: 1px solid var(--border-color-primary); border-radius: 12px; padding: 1rem; min-width: 0; }
 .demo-card h3 { margin: .6rem 0 .4rem 0; }

@@ -105,6 +105,7 @@ class Endpoint:
     run: str  # "apps.<id>.api:<function>": function(ctx, **inputs) -> JSON (ctx: None for the hub's own)
     check: str = ""  # "apps.<id>.api:<function>": function(ctx, **inputs), torch-free, after the declared limits
     work: str = "model"
+    view: str = ""  # "apps.<id>.api:<function>": function(answer) -> Markdown, how a generated page shows the answer
 
     def __post_init__(self):
         if self.work not in WORK:

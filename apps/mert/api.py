@@ -32,6 +32,7 @@ ENDPOINTS = (
                 'label}}], "seconds", "analysed_seconds", "notes"}',
         run="apps.mert.api:describe_music",
         check="apps.mert.api:check_describe_music",
+        view="apps.mert.api:as_tables",
     ),
 )
 
@@ -39,6 +40,28 @@ ENDPOINTS = (
 def check_describe_music(ctx: DemoContext, audio, tasks, window) -> checks.MERTInputs:
     """The header, the tasks and the window; the sound itself is decoded when the call runs."""
     return checks.check_inputs(api_file(audio, "audio"), tasks, window, decode=False)
+
+
+def as_tables(answer: dict) -> str:
+    """The answer as a reader takes it in: each task's top labels, the timeline, the notes (Markdown)."""
+    def cell(text: str) -> str:
+        return str(text).replace("|", "/")
+
+    def labels(result: dict) -> str:
+        shown = [f"{cell(x['name'])} {x['score']:+.2f}" if result["task"] == "EMO" else
+                 f"{cell(x['name'])} {x['score']:.0%}" for x in result["labels"]]
+        return ", ".join(shown)
+
+    rows = [f"| {r['title']} | {labels(r)} |" for r in answer["results"]]
+    out = ["| task | best labels |", "|---|---|", *rows]
+    if answer["windows"]:
+        tasks = [r["task"] for r in answer["results"]]
+        titles = {r["task"]: r["title"] for r in answer["results"]}
+        out += ["", "| time | " + " | ".join(titles[t] for t in tasks) + " |", "|---" * (len(tasks) + 1) + "|"]
+        out += [f"| {w['start']:g}–{w['end']:g} s | " + " | ".join(cell(w["top"][t]) for t in tasks) + " |"
+                for w in answer["windows"]]
+    out += [f"\n> {note}" for note in answer["notes"]]
+    return "\n".join(out)
 
 
 def describe_music(ctx: DemoContext, audio, tasks, window) -> dict:

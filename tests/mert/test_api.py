@@ -62,3 +62,18 @@ def test_bad_audio_is_refused_before_the_queue(served, tmp_path):
     soundfile.write(silent, np.zeros(24_000, np.float32), 24_000)
     with pytest.raises(Exception, match="is silent"):  # found when the call decodes it
         client.predict(handle_file(str(silent)), "", None, api_name="/describe_music")
+
+
+def test_the_page_shows_the_answer_as_tables(served):
+    """The generated page shows a declared view of the answer (apps/mert/api.py as_tables) above the JSON."""
+    from apps.mert.api import as_tables
+
+    _, ctx = served
+    answer = ctx.pipeline()(EXAMPLE, "GS, EMO", 2).to_dict()
+    lines = as_tables(answer).splitlines()
+    key = next(line for line in lines if line.startswith("| Key |"))
+    assert key.count("%") == 5 and answer["results"][0]["labels"][0]["name"] in key
+    emotion = next(line for line in lines if line.startswith("| Emotion"))
+    assert "arousal" in emotion and "%" not in emotion
+    assert "| time | Key | Emotion (arousal, valence) |" in lines
+    assert [line.split(" |")[0] for line in lines if " s |" in line] == ["| 0–2 s", "| 2–4 s"]
