@@ -42,6 +42,7 @@ DEMO = Demo(
     ),
     pipeline="apps.mert.pipeline:MERTPipeline",
     preview="apps.mert.examples:preview",
+    embed_height=1400,  # the embedded view at 720 px before any result: 1,394 px (tests/browser/test_layout.py)
     api="apps.mert.api",
     requirements=("transformers>=4.50", "soundfile>=0.12", "soxr>=0.3"),
 )
