@@ -15,7 +15,6 @@ import gradio as gr
 from apps import ui
 from shared.api import Endpoint, Input, attribute
 from shared.context import DemoContext
-from shared.errors import UserInputError
 
 
 def build(ctx: DemoContext) -> gr.Blocks:
@@ -102,21 +101,8 @@ def page_value(i: Input, value: Any, defaults: dict[str, Any]) -> Any:
     """A form field's value as the API call would send it: records parsed from the JSON box, a number box left empty
     as the input's default, an uploaded file as the file reference Gradio checked it to be (the form's events skip
     Gradio's preprocessing, which opens files with libraries that fail in unreadable ways)."""
-    if i.kind == "records" and isinstance(value, str):
-        try:
-            return json.loads(value)
-        except json.JSONDecodeError as error:
-            raise UserInputError(f"{i.name} is not valid JSON ({error.msg} at character {error.pos}).",
-                                 argument=i.name) from None
-    if i.kind in ("integer", "number") and isinstance(value, str):  # an optional number's text box
-        text = value.strip().replace(",", "")
-        if not text:
-            return None
-        try:
-            number = float(text)
-        except ValueError:
-            return value  # the declared check says what it must be
-        return int(number) if i.kind == "integer" and number.is_integer() else number
+    if i.kind in ("records", "integer", "number") and isinstance(value, str):  # a JSON box, an optional number
+        return i.from_text(value)
     if i.kind in ("integer", "number") and value is None and not i.required:
         return defaults.get(i.name)
     return value

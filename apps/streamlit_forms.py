@@ -13,7 +13,6 @@ import streamlit as st
 
 from apps.streamlit_ui import demo_context, paper_card, show_error, weights_select
 from shared.api import Endpoint, Input, attribute
-from shared.errors import UserInputError
 from shared.uploads import GRADIO_FILE
 
 UPLOADS = Path(tempfile.gettempdir()) / "demohub-streamlit-uploads"
@@ -74,10 +73,7 @@ def field(endpoint: Endpoint, i: Input) -> Any:
 def value_of(i: Input, value: Any) -> Any:
     """A field's value as an API call sends it: records parsed from JSON, uploads as file references."""
     if i.kind == "records":
-        try:
-            return json.loads(value)
-        except json.JSONDecodeError as error:
-            raise UserInputError(f"{i.name} is not valid JSON ({error.msg}).", argument=i.name) from None
+        return i.from_text(value)
     if i.kind == "file":
         return None if value is None else _saved(value)
     if i.kind == "files":

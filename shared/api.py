@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import importlib
 import inspect
+import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -67,6 +68,26 @@ class Input:
         if self.kind == "choice":
             return "one of " + ", ".join(f'"{c}"' for c in self.choices)
         return ""
+
+    def from_text(self, text: str) -> Any:
+        """A form's text field as the value an API call sends: records parsed from JSON, an optional number's box
+        read as a number or, empty, as null; anything else as it is (the declared check then says what is wrong)."""
+        if self.kind == "records":
+            try:
+                return json.loads(text)
+            except json.JSONDecodeError as error:
+                raise UserInputError(f"{self.name} is not valid JSON ({error.msg} at character {error.pos}).",
+                                     argument=self.name) from None
+        if self.kind in ("integer", "number"):
+            cleaned = text.strip().replace(",", "")
+            if not cleaned:
+                return None
+            try:
+                number = float(cleaned)
+            except ValueError:
+                return text
+            return int(number) if self.kind == "integer" and number.is_integer() else number
+        return text
 
     def check(self, value: Any) -> None:
         """The declared kind and limits of ``value``; a ``UserInputError`` naming this input otherwise. What the

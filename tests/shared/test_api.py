@@ -128,3 +128,19 @@ def test_a_demo_without_a_page_of_its_own_gets_the_form_made_from_its_declaratio
     page = import_page(declared_only)
     assert page.status == "ready" and page.module.__name__ == "apps.forms"
     assert import_page(dataclasses.replace(declared_only, api="")).status == "coming-soon"
+
+
+@pytest.mark.parametrize(("declared", "text", "value"), [
+    (Input("e", "records", "examples"), '[{"string": "a"}]', [{"string": "a"}]),
+    (Input("w", "number", "window", default=None, minimum=2), " ", None),
+    (Input("w", "number", "window", default=None, minimum=2), "2.5", 2.5),
+    (Input("n", "integer", "count", default=None, minimum=0), "1,000", 1000),
+    (Input("n", "integer", "count", default=None, minimum=0), "many", "many"),  # the check says what it must be
+])
+def test_a_forms_text_field_becomes_what_an_api_call_sends(declared, text, value):
+    assert declared.from_text(text) == value
+
+
+def test_broken_json_in_a_form_is_a_sentence_naming_the_input():
+    with pytest.raises(UserInputError, match=r"^e is not valid JSON \(Expecting ',' delimiter at character 4\)\.$"):
+        Input("e", "records", "examples").from_text('[{} {}]')

@@ -218,7 +218,7 @@ def test_the_form_made_from_the_declarations_refuses_a_mistake_and_runs_the_fix(
     examples = next(t for t in at.text_area if t.label == "examples")
     examples.set_value('[{"string": "ab1", "label": "+"}')  # a form's fields count when it is submitted
     at.button[0].click().run()
-    assert [e.value for e in at.error] == ["examples is not valid JSON (Expecting ',' delimiter)."]
+    assert [e.value for e in at.error] == ["examples is not valid JSON (Expecting ',' delimiter at character 32)."]
     next(t for t in at.text_area if t.label == "examples").set_value(
         '[{"string": "ab1", "label": "+"}, {"string": "ab", "label": "-"}]')
     at.button[0].click().run()
