@@ -140,12 +140,6 @@ class Endpoint:
                 raise ValueError(f"endpoint {self.name!r}: required input {i.name!r} after one with a default")
             seen_default = seen_default or not i.required
 
-    def input(self, name: str) -> Input:
-        for i in self.inputs:
-            if i.name == name:
-                return i
-        raise KeyError(f"{self.name} has no input {name!r}")
-
     def defaults(self, weights_default: Callable[[Input], str] | None = None) -> dict[str, Any]:
         """Each optional input's default; a weights input's from ``weights_default`` (the server's choice)."""
         out = {}
