@@ -50,7 +50,7 @@ def form(ctx: DemoContext, endpoint: Endpoint, view: ui.WeightsView) -> None:
             shown = gr.Markdown(elem_classes="form-answer") if endpoint.view else None
             with gr.Accordion("Answer as JSON", open=False) if endpoint.view else gr.Group():
                 answer = gr.JSON(label="Answer")
-    defaults = endpoint.defaults(lambda i: ctx.default_weights(i.preference))
+    defaults = endpoint.defaults(ctx)
 
     def arguments(values: tuple) -> dict[str, Any]:
         return {i.name: page_value(i, v, defaults) for i, v in zip(endpoint.inputs, values, strict=True)}
@@ -59,9 +59,7 @@ def form(ctx: DemoContext, endpoint: Endpoint, view: ui.WeightsView) -> None:
         endpoint.check_call(ctx, arguments(values))
 
     def call(*values):
-        checked = arguments(values)
-        endpoint.check_call(ctx, checked)
-        result = endpoint.runner()(ctx, **checked)
+        result = endpoint.call(ctx, arguments(values))
         return (attribute(endpoint.view)(result), result) if endpoint.view else result
 
     check.__signature__ = call.__signature__ = ui.endpoint_signature(endpoint, defaults)

@@ -40,9 +40,8 @@ def form(ctx, endpoint: Endpoint, weights: str) -> None:
     if submitted:
         try:
             arguments = {i.name: value_of(i, values[i.name]) for i in endpoint.inputs}
-            endpoint.check_call(ctx, arguments)
             with st.spinner("Running"):
-                answer = endpoint.runner()(ctx, **arguments)
+                answer = endpoint.call(ctx, arguments)
             if endpoint.view:
                 st.markdown(attribute(endpoint.view)(answer))
             st.json(answer, expanded=not endpoint.view)

@@ -156,7 +156,7 @@ def serve_endpoints(ctx: DemoContext) -> None:
 def serve_endpoint(ctx: DemoContext | None, endpoint: Endpoint) -> Any:
     """One declared endpoint (of the demo of ``ctx``; None: the hub's own): a function whose signature, defaults and
     docstring come from the declaration."""
-    defaults = endpoint.defaults(lambda i: ctx.default_weights(i.preference))
+    defaults = endpoint.defaults(ctx)
     signature = endpoint_signature(endpoint, defaults)
     for path, fn in ((endpoint.run, endpoint.runner()), (endpoint.check, endpoint.check and attribute(endpoint.check))):
         if fn and list(inspect.signature(fn).parameters) != ["ctx", *signature.parameters]:
@@ -166,8 +166,7 @@ def serve_endpoint(ctx: DemoContext | None, endpoint: Endpoint) -> Any:
     def call(*values, **named):
         arguments = signature.bind(*values, **named)
         arguments.apply_defaults()
-        endpoint.check_call(ctx, arguments.arguments)
-        return endpoint.runner()(ctx, **arguments.arguments)  # looked up per call, as the module holds it now
+        return endpoint.call(ctx, arguments.arguments)
 
     def check(*values):
         endpoint.check_call(ctx, endpoint.arguments(values, defaults))

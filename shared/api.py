@@ -140,12 +140,13 @@ class Endpoint:
                 raise ValueError(f"endpoint {self.name!r}: required input {i.name!r} after one with a default")
             seen_default = seen_default or not i.required
 
-    def defaults(self, weights_default: Callable[[Input], str] | None = None) -> dict[str, Any]:
-        """Each optional input's default; a weights input's from ``weights_default`` (the server's choice)."""
+    def defaults(self, ctx: DemoContext | None = None) -> dict[str, Any]:
+        """Each optional input's default; a weights input's the server's choice (``ctx.default_weights`` from its
+        ``preference``; with no ``ctx``, its declared default)."""
         out = {}
         for i in self.inputs:
-            if i.kind == "weights" and i.required is False and weights_default is not None:
-                out[i.name] = weights_default(i)
+            if i.kind == "weights" and not i.required and ctx is not None:
+                out[i.name] = ctx.default_weights(i.preference)
             elif not i.required:
                 out[i.name] = i.default
         return out
@@ -183,6 +184,12 @@ class Endpoint:
 
     def runner(self) -> Callable[..., dict]:
         return attribute(self.run)
+
+    def call(self, ctx: DemoContext | None, arguments: dict[str, Any]) -> Any:
+        """``check_call``, then the function (looked up per call, as its module holds it now): what every front end
+        runs for this endpoint."""
+        self.check_call(ctx, arguments)
+        return self.runner()(ctx, **arguments)
 
     def docstring(self, defaults: dict[str, Any] | None = None, weight_names: Sequence[str] = ()) -> str:
         """The description Gradio shows on the API page and gives the MCP tool: the summary, an ``Args:`` entry per

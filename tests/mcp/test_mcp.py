@@ -191,7 +191,7 @@ def test_bad_input_gets_the_pages_sentence_before_queueing(mcp_hub, monkeypatch,
     demo, endpoint = DECLARED[tool]
     ctx = mcp_hub.context(demo.id)
     with pytest.raises(UserInputError) as expected:
-        endpoint.check_call(ctx, endpoint.defaults(lambda i: ctx.default_weights(i.preference)) | arguments)
+        endpoint.check_call(ctx, endpoint.defaults(ctx) | arguments)
     block_fn = next(fn for fn in mcp_hub.blocks.fns.values() if fn.api_name == tool)
     ran = []
     handler = block_fn.fn
