@@ -83,13 +83,14 @@ class MERTPipeline(Pipeline):
         samples = inputs.audio.samples
         pieces = _split(len(samples), WHOLE_PASS_SECONDS)
         windows = _split(len(samples), inputs.window) if inputs.window else []
-        total = len(pieces) + len(windows)
+        again = windows != pieces  # windows that are the whole pass's parts are not encoded twice
+        total = len(pieces) + len(windows) * again
         means = self._means(samples, pieces, callback, 0, total)
         whole = (means * _weights(pieces)[:, None, None]).sum(dim=0, keepdim=True)
         results = tuple(self._describe(name, whole)[0] for name in inputs.tasks)
         timeline = ()
         if windows:
-            window_means = self._means(samples, windows, callback, len(pieces), total)
+            window_means = self._means(samples, windows, callback, len(pieces), total) if again else means
             per_task = {name: self._describe(name, window_means) for name in inputs.tasks}
             timeline = tuple(WindowResult(round(a / SAMPLE_RATE, 2), round(b / SAMPLE_RATE, 2),
                                           {name: per_task[name][i].labels[0].name for name in inputs.tasks})

@@ -69,6 +69,13 @@ def test_the_timeline_has_a_window_per_span_and_batching_changes_nothing(pipe, c
     assert out.windows[0].top["MTGGenre"] == pipe._describe("MTGGenre", together[:1])[0].labels[0].name
 
 
+def test_windows_that_are_the_whole_pass_are_encoded_once(pipe, clip):
+    steps = []
+    out = pipe(clip(12.0), tasks="GS", window=30, callback=lambda step, total: steps.append((step, total)))
+    assert steps == [(1, 1)] and [(w.start, w.end) for w in out.windows] == [(0.0, 12.0)]
+    assert out.windows[0].top["GS"] == out.results[0].labels[0].name
+
+
 def test_a_clip_longer_than_one_pass_is_described_in_parts_and_says_so(pipe, clip):
     out = pipe(clip(31.0, rate=SAMPLE_RATE), tasks=["GS"])
     assert out.notes == ("The clip is longer than 30 s: it was described from 2 parts of at most 30 s, averaged.",)
