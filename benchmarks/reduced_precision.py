@@ -154,15 +154,21 @@ def prax_changes(listener: str, n_specs: int, samples: int) -> dict[str, float]:
     folder = weights.resolve(DEMO.id, DEMO.weight_set(listener), allow_download=False)
     specs = load_specs(PRAX_SPECS, n_specs)
     examples = [dsl.validate_examples(s["examples"], allow_empty=True) for s in specs]
-    found = {}
+    found, plans = {}, {}
     for name, dtype in (("fp32", torch.float32), ("bf16", torch.bfloat16)):
         pipe = PraxPipeline.from_pretrained(folder, dtype=dtype)
+        # The same generate() calls in both precisions, so that both draw from the same random streams: the request
+        # memory budget would otherwise cut bf16's smaller batches differently (a changed guess would then be the
+        # split's doing, not the precision's). One call per batch of 16 specs (the pipeline's max_batch allows it).
+        pipe.batch_limit = lambda longest, pipe=pipe: pipe.max_batch
+        plans[name] = [pipe.calls(examples[b:b + 16], samples) for b in range(0, len(specs), 16)]
         start, top = time.perf_counter(), []
         for b in range(0, len(specs), 16):  # as apps.prax.evaluate.score: 16 specs per batch, seed + batch start
             results = pipe.synthesize_batch(examples[b:b + 16], k=1, num_samples=samples, seed=SEED + b,
                                             validate=False)
             top += [r.top1 for r in results]
         found[name] = (top, time.perf_counter() - start)
+    assert plans["fp32"] == plans["bf16"], "both precisions must make the same generate() calls"
     (top_full, t_full), (top_half, t_half) = found["fp32"], found["bf16"]
     correct = {name: sum(bool(g) and equivalent(g, s["program"]) for g, s in zip(top, specs, strict=True)) / len(specs)
                for name, (top, _) in found.items()}
@@ -207,7 +213,7 @@ def main(argv: list[str] | None = None) -> None:
 
     from shared.device import cpu_bf16_support
 
-    print(f"bf16 vs fp32 on CPU: torch {torch.__version__}, {args.threads} thread(s), bf16 on this CPU: "
+    print(f"Note: bf16 vs fp32 on CPU: torch {torch.__version__}, {args.threads} thread(s), bf16 on this CPU: "
           f"{cpu_bf16_support().summary()}; Tag2Text {config.num_beams} beams, max_length {config.max_length}; "
           f"{args.repeats} timed pair(s) per stage (median); {time.perf_counter() - start:.0f} s in all; load average "
           f"{' -> '.join(f'{x:.2f}' for x in load)}")

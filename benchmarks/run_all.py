@@ -50,7 +50,14 @@ BENCHMARKS = [
      "python benchmarks/load.py --requests 48 --concurrency 1 8 32"),
     ("Fairness: PraX while GeoDiffusion is busy", "PraX p95 on the idle hub, same run; goal ≤ 2×",
      "python benchmarks/fairness.py --requests 40 --steps 200"),
-    ("Reduced precision: bf16 against fp32 on CPU", "the same models in fp32, same weights and inputs, same run",
+    ("Reduced precision: bf16 against fp32 on CPU", "the same models in fp32 (the CPU default), same weights, "
+     "same inputs, same run; fp32 and bf16 timed alternately, each ratio the median of the per-pair ratios fp32 / "
+     "bf16. Tag2Text: the tiny official-layout checkpoint of the tests and the full-size model (Swin-B 384 + "
+     "BERT-base, 372M parameters) with seeded random weights and tag biases drawn from N(-5, 2), so that a photo's "
+     "worth of tags pass the 0.68 threshold; the demo's settings (3 beams, max_length 50). \"Caption changed, same "
+     "tags\": both precisions caption from fp32's tags, which isolates the caption decoder. PraX: the bundled "
+     "listeners (trained weights) on the first 100 held-out RSA specs, same sampling seeds; top-1 by automata "
+     "equivalence",
      "python benchmarks/reduced_precision.py"),
     ("Hub first call after start", "the same PraX call later on the same hub (a fresh gradio_client each time), "
      "same run; the first must be answered, not time out", "python benchmarks/first_call.py --repeats 3"),
@@ -74,7 +81,9 @@ def version(name: str) -> str:
 
 
 def run(command: str) -> str:
-    result = subprocess.run(command, shell=True, cwd=ROOT, capture_output=True, text=True, timeout=1800,
+    # ``python`` in a command is this interpreter (run_all.py works from a venv that is not activated)
+    argv = command.replace("python ", f"{sys.executable} ", 1) if command.startswith("python ") else command
+    result = subprocess.run(argv, shell=True, cwd=ROOT, capture_output=True, text=True, timeout=1800,
                             env={**os.environ, "PYTHONPATH": str(ROOT)})
     return report(result.stdout) if result.returncode == 0 and "|" in result.stdout else (
         f"Failed (exit {result.returncode}):\n\n```\n{(result.stderr or result.stdout)[-1500:]}\n```")
