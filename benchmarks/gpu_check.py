@@ -10,6 +10,8 @@ depend on the values):
   call (tags + 3-beam caption) at batch 1 and 8;
 - GeoDiffusion (Stable Diffusion 1.5 UNet / VAE / CLIP text encoder): seconds per 512x512 image at 50 steps with
   the PNDM scheduler and with DPM-Solver++ at 20 steps ("fast sampling");
+- MERT: MERT-v1-95M and its ten probing heads: seconds per 30 s clip and per 3-minute track in 5 s windows (batched
+  and one window per pass), and the share of top-1 labels that stay as in fp32 on the same GPU;
 - 3D-MoLM: Uni-Mol + Q-Former encoder throughput (molecules/s, 8 molecules of 40 atoms), and Llama-2-7B-shaped
   greedy generation tokens/s from ``inputs_embeds`` (the way 3D-MoLM feeds the molecule tokens);
 
@@ -187,12 +189,70 @@ def molm3d(b: Bench, smoke: bool) -> None:
           new_tokens / seconds, "tok/s", peak[0])
 
 
+def mert(b: Bench, smoke: bool) -> None:
+    """MERT-v1-95M and the ten heads at their released sizes: a 30 s clip, a 3-minute track with 5 s windows (batched
+    and one at a time), and how many top-1 labels the reduced precision keeps from fp32 (same weights, same GPU)."""
+    from transformers import HubertModel
+
+    from apps.mert import BEST_LAYER
+    from apps.mert import pipeline as mert_pipeline
+    from apps.mert.audio import SAMPLE_RATE, Audio
+    from apps.mert.checks import MERTInputs
+    from apps.mert.model import ProbingHead, Task, encoder_config
+    from tests.fixtures.tiny_mert import TINY, official_config
+
+    released = official_config()
+    config = official_config(**TINY) if smoke else released
+    clip_s, track_s, window = (6.0, 20.0, 2.0) if smoke else (30.0, 180.0, 5.0)
+    classes = {"EMO": 2, "GS": 24, "MTGGenre": 87, "MTGInstrument": 40, "MTGMood": 56, "MTGTop50": 50, "NSynthI": 11,
+               "NSynthP": 128, "VocalSetS": 20, "VocalSetT": 10}
+    torch.manual_seed(0)
+    encoder = HubertModel(encoder_config(config)).eval()
+    heads = {name: Task(name, ProbingHead(layer, classes[name], config["hidden_size"]).eval(),
+                        tuple(f"{name}-{i}" for i in range(classes[name])))
+             for name, layer in BEST_LAYER.items()}
+    t = np.arange(int(track_s * SAMPLE_RATE)) / SAMPLE_RATE
+    track = (0.3 * np.sin(2 * np.pi * 220 * t) * np.sin(2 * np.pi * 0.5 * t)).astype(np.float32)
+
+    def inputs(x: np.ndarray, seconds: float | None) -> MERTInputs:
+        return MERTInputs(Audio(x, len(x) / SAMPLE_RATE, len(x) / SAMPLE_RATE, SAMPLE_RATE, 1), tuple(BEST_LAYER),
+                          seconds)
+
+    def tops(pipe) -> list[str]:
+        out = pipe.describe(inputs(track, window))
+        return [r.labels[0].name for r in out.results] + [v for w in out.windows for v in w.top.values()]
+
+    for task in heads.values():
+        task.head.to(b.device)
+    reference = tops(mert_pipeline.MERTPipeline(encoder.to(b.device), heads, b.device, torch.float32))
+    for task in heads.values():
+        task.head.to(b.device, b.dtype)
+    pipe = mert_pipeline.MERTPipeline(encoder.to(b.device, b.dtype), heads, b.device, b.dtype)
+    with b.peak() as peak:
+        clip = b.seconds(lambda: pipe.describe(inputs(track[:int(clip_s * SAMPLE_RATE)], None)))
+    b.add("MERT", f"s per {clip_s:.0f} s clip, ten tasks (one encoder pass)", clip, "s", peak[0])
+    for batch in (mert_pipeline.BATCH, 1):
+        mert_pipeline.BATCH, default = batch, mert_pipeline.BATCH
+        with b.peak() as peak:
+            seconds = b.seconds(lambda: pipe.describe(inputs(track, window)))
+        mert_pipeline.BATCH = default
+        b.add("MERT", f"s per {track_s:.0f} s track, {window:.0f} s windows, {batch} per pass", seconds, "s",
+              peak[0])
+    labels = tops(pipe)
+    same = sum(a == c for a, c in zip(labels, reference, strict=True))
+    b.add("MERT", f"top-1 labels equal to fp32 ({len(labels)}: ten tasks whole and per window)",
+          100 * same / len(labels), "%", None)
+
+
 def table(b: Bench) -> str:
     lines = ["| model | measure | value | peak GPU memory |", "|---|---|---|---|"]
     for r in b.rows:
-        peak = "n/a (CPU)" if r.peak_bytes is None else f"{r.peak_bytes / 2**30:.1f} GiB"
+        peak = "—" if r.peak_bytes is None else f"{r.peak_bytes / 2**30:.1f} GiB"
         lines.append(f"| {r.model} | {r.measure} | {r.value:.3g} {r.unit} | {peak} |")
     return "\n".join(lines)
+
+
+SECTIONS = ["tag2text", "geodiffusion", "molm3d", "mert"]
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -200,7 +260,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--dtype", choices=sorted(DTYPES), default="bf16")
     parser.add_argument("--smoke", action="store_true", help="tiny sizes on the CPU (fp32): checks the script runs")
     parser.add_argument("--quick", action="store_true", help="one timed run each instead of three")
-    parser.add_argument("--only", nargs="+", choices=["tag2text", "geodiffusion", "molm3d"])
+    parser.add_argument("--only", nargs="+", choices=SECTIONS)
     args = parser.parse_args(argv)
     if args.smoke:
         device, dtype = torch.device("cpu"), torch.float32
@@ -214,7 +274,7 @@ def main(argv: list[str] | None = None) -> int:
     name = torch.cuda.get_device_name(device) if device.type == "cuda" else "CPU (smoke: tiny sizes)"
     print(f"GPU check on {name}, {str(dtype).removeprefix('torch.')}, torch {torch.__version__}", flush=True)
     start = time.perf_counter()
-    for section in args.only or ["tag2text", "geodiffusion", "molm3d"]:
+    for section in args.only or SECTIONS:
         globals()[section](b, args.smoke)
         if device.type == "cuda":
             torch.cuda.empty_cache()

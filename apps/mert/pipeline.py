@@ -79,7 +79,10 @@ class MERTPipeline(Pipeline):
         return cls(encoder, heads, device, dtype)
 
     def __call__(self, audio, tasks=None, window=None, *, callback: Callback | None = None) -> MERTOutput:
-        inputs = self.check_inputs(audio, tasks, window)
+        return self.describe(self.check_inputs(audio, tasks, window), callback=callback)
+
+    def describe(self, inputs: checks.MERTInputs, *, callback: Callback | None = None) -> MERTOutput:
+        """The answer for checked inputs (decoded audio): what ``__call__`` runs after its checks."""
         samples = inputs.audio.samples
         pieces = _split(len(samples), WHOLE_PASS_SECONDS)
         windows = _split(len(samples), inputs.window) if inputs.window else []
@@ -101,7 +104,8 @@ class MERTPipeline(Pipeline):
         return MERTOutput(results, timeline, inputs.audio.seconds, inputs.audio.analysed_seconds, notes)
 
     def _means(self, samples: np.ndarray, spans: list[tuple[int, int]], callback, done: int, total: int):
-        """[spans, layers, width]: each span's layer means; spans of one length go through the encoder together."""
+        """[spans, layers, width]: each span's layer means (fp32, on the CPU: small); spans of one length go through
+        the encoder together."""
         out: list[torch.Tensor | None] = [None] * len(spans)
         by_length: dict[int, list[int]] = {}
         for i, (a, b) in enumerate(spans):
@@ -110,7 +114,7 @@ class MERTPipeline(Pipeline):
             for start in range(0, len(indices), BATCH):
                 chunk = indices[start:start + BATCH]
                 batch = torch.from_numpy(np.stack([samples[spans[i][0]:spans[i][1]] for i in chunk]))
-                means = layer_means(self.encoder, batch.to(self.device, self.dtype)).float()
+                means = layer_means(self.encoder, batch.to(self.device, self.dtype)).float().cpu()
                 for i, row in zip(chunk, means, strict=True):
                     out[i] = row
                 done += len(chunk)
@@ -121,7 +125,7 @@ class MERTPipeline(Pipeline):
     def _describe(self, name: str, means: torch.Tensor) -> list[TaskResult]:
         task = self.tasks[name]
         with torch.inference_mode():
-            logits = task.head(means.to(self.dtype)).float()
+            logits = task.head(means.to(self.device, self.dtype)).float()
         results = []
         for row in logits:
             if name in REGRESSION:
