@@ -61,9 +61,11 @@ def test_human_bytes():
 
 
 def test_checkpoints_readme_lists_every_weight_set():
-    from shared.weights import BUNDLED_ROOT
+    """checkpoints/README.md's table is the registry's (``python -m apps.api_docs`` rewrites it)."""
+    from apps.api_docs import WEIGHTS_DOC, weights_page
 
-    text = (BUNDLED_ROOT / "README.md").read_text(encoding="utf-8")
+    text = WEIGHTS_DOC.read_text(encoding="utf-8")
+    assert weights_page(text) == text, "checkpoints/README.md differs from the registry: run python -m apps.api_docs"
     for demo in apps.DEMOS:
         for ws in demo.weight_sets:
             assert f"| {demo.id} | `{ws.name}` |" in text, f"{demo.id}/{ws.name} missing from checkpoints/README.md"
