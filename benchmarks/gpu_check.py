@@ -231,11 +231,11 @@ def mert(b: Bench, smoke: bool) -> None:
     with b.peak() as peak:
         clip = b.seconds(lambda: pipe.describe(inputs(track[:int(clip_s * SAMPLE_RATE)], None)))
     b.add("MERT", f"s per {clip_s:.0f} s clip, ten tasks (one encoder pass)", clip, "s", peak[0])
-    for batch in (mert_pipeline.BATCH, 1):
-        mert_pipeline.BATCH, default = batch, mert_pipeline.BATCH
+    for batch in (mert_pipeline.GPU_BATCH, 1):
+        pipe.batch, default = batch, pipe.batch
         with b.peak() as peak:
             seconds = b.seconds(lambda: pipe.describe(inputs(track, window)))
-        mert_pipeline.BATCH = default
+        pipe.batch = default
         b.add("MERT", f"s per {track_s:.0f} s track, {window:.0f} s windows, {batch} per pass", seconds, "s",
               peak[0])
     labels = tops(pipe)

@@ -4,8 +4,9 @@ whole and, beyond the official Space, window by window (a timeline of the top la
 The folder is the Space ``m-a-p/Music-Descriptor``'s layout, which carries both: ``MERT-v1-95M/`` (config.json,
 preprocessor_config.json, pytorch_model.bin) and ``Prediction_Head/best-layer-MERT-v1-95M/``. The encoder's input is
 the raw 24 kHz waveform (the Space's preprocessor does not normalise). Windows of equal length go through the encoder
-together (``BATCH`` at a time); a whole clip longer than ``WHOLE_PASS_SECONDS`` is described from the length-weighted
-average of its chunks' layer means (attention over one long pass grows with the square of its length), and says so.
+together (``GPU_BATCH`` a pass on a GPU, one on a CPU); a whole clip longer than ``WHOLE_PASS_SECONDS`` is described
+from the length-weighted average of its parts' layer means (attention over one long pass grows with the square of
+its length), and says so: its windows where a timeline was asked for (one encoding serves both), else 30 s parts.
 """
 
 from __future__ import annotations
@@ -24,7 +25,10 @@ from apps.mert.tasks import HEADS_FOLDER, REGRESSION, TITLES, TOP, short_label
 from shared.pipeline import Callback, Pipeline, PipelineOutput
 
 ENCODER_FOLDER = "MERT-v1-95M"
-BATCH = 8  # windows per encoder pass
+# Windows per encoder pass (BENCHMARKS.md, MERT): on a GPU, 8 a pass take a 3-minute track's timeline 2.9-3.8x faster
+# than one at a time; on a 2-core CPU 8 a pass were 0.82x as fast (the feature encoder's first activations, 8 x 512
+# channels x the window's samples / 5, leave the caches), so a CPU encodes one window a pass.
+GPU_BATCH, CPU_BATCH = 8, 1
 WHOLE_PASS_SECONDS = 30.0  # longest clip described in one encoder pass, as the Space did for every clip
 
 
@@ -45,7 +49,7 @@ class TaskResult:
 class WindowResult:
     start: float  # seconds
     end: float
-    top: dict[str, str]  # task -> its best label in this window
+    top: dict[str, str]  # task -> its best label in this window (EMO: "arousal +0.12, valence -0.30")
 
 
 @dataclass(frozen=True)
@@ -67,6 +71,7 @@ class MERTPipeline(Pipeline):
         self.tasks = heads
         self.heads = nn.ModuleDict({name: task.head for name, task in heads.items()})
         self.device, self.dtype = torch.device(device), dtype
+        self.batch = GPU_BATCH if self.device.type == "cuda" else CPU_BATCH
 
     @classmethod
     def from_pretrained(cls, path, *, device="cpu", dtype=torch.float32) -> MERTPipeline:
@@ -84,9 +89,11 @@ class MERTPipeline(Pipeline):
     def describe(self, inputs: checks.MERTInputs, *, callback: Callback | None = None) -> MERTOutput:
         """The answer for checked inputs (decoded audio): what ``__call__`` runs after its checks."""
         samples = inputs.audio.samples
-        pieces = _split(len(samples), WHOLE_PASS_SECONDS)
+        pieces, part = _split(len(samples), WHOLE_PASS_SECONDS), WHOLE_PASS_SECONDS
         windows = _split(len(samples), inputs.window) if inputs.window else []
-        again = windows != pieces  # windows that are the whole pass's parts are not encoded twice
+        if windows and len(pieces) > 1:  # a long track is described from its windows: one encoding serves both
+            pieces, part = windows, inputs.window
+        again = bool(windows) and windows != pieces  # a clip of one pass with a timeline: both are encoded
         total = len(pieces) + len(windows) * again
         means = self._means(samples, pieces, callback, 0, total)
         whole = (means * _weights(pieces)[:, None, None]).sum(dim=0, keepdim=True)
@@ -96,10 +103,10 @@ class MERTPipeline(Pipeline):
             window_means = self._means(samples, windows, callback, len(pieces), total) if again else means
             per_task = {name: self._describe(name, window_means) for name in inputs.tasks}
             timeline = tuple(WindowResult(round(a / SAMPLE_RATE, 2), round(b / SAMPLE_RATE, 2),
-                                          {name: per_task[name][i].labels[0].name for name in inputs.tasks})
+                                          {name: _top(per_task[name][i]) for name in inputs.tasks})
                              for i, (a, b) in enumerate(windows))
         notes = inputs.audio.notes + ((f"The clip is longer than {WHOLE_PASS_SECONDS:.0f} s: it was described from "
-                                       f"{len(pieces)} parts of at most {WHOLE_PASS_SECONDS:.0f} s, averaged.",)
+                                       f"{len(pieces)} parts of at most {part:g} s, averaged.",)
                                       if len(pieces) > 1 else ())
         return MERTOutput(results, timeline, inputs.audio.seconds, inputs.audio.analysed_seconds, notes)
 
@@ -111,8 +118,8 @@ class MERTPipeline(Pipeline):
         for i, (a, b) in enumerate(spans):
             by_length.setdefault(b - a, []).append(i)
         for indices in by_length.values():
-            for start in range(0, len(indices), BATCH):
-                chunk = indices[start:start + BATCH]
+            for start in range(0, len(indices), self.batch):
+                chunk = indices[start:start + self.batch]
                 batch = torch.from_numpy(np.stack([samples[spans[i][0]:spans[i][1]] for i in chunk]))
                 means = layer_means(self.encoder, batch.to(self.device, self.dtype)).float().cpu()
                 for i, row in zip(chunk, means, strict=True):
@@ -136,6 +143,14 @@ class MERTPipeline(Pipeline):
                 labels = tuple(Label(short_label(task.labels[i]), float(scores[i])) for i in best)
             results.append(TaskResult(name, TITLES[name], labels))
         return results
+
+
+def _top(result: TaskResult) -> str:
+    """A window's answer for a task in a few words: its best label; a regression's values ("arousal +0.12, valence
+    -0.30")."""
+    if result.task in REGRESSION:
+        return ", ".join(f"{label.name} {label.score:+.2f}" for label in result.labels)
+    return result.labels[0].name
 
 
 def _split(length: int, seconds: float) -> list[tuple[int, int]]:

@@ -62,11 +62,24 @@ def test_the_timeline_has_a_window_per_span_and_batching_changes_nothing(pipe, c
     assert [(w.start, w.end) for w in out.windows] == [(0.0, 5.0), (5.0, 10.0), (10.0, 12.3)]
     audio = pipe.check_inputs(clip(12.3)).audio.samples
     spans = _split(len(audio), 5)
-    together = pipe._means(audio, spans, None, 0, len(spans))
+    pipe.batch = 8  # as on a GPU (a CPU encodes one window a pass)
+    try:
+        together = pipe._means(audio, spans, None, 0, len(spans))
+    finally:
+        pipe.batch = 1
     for i, span in enumerate(spans):
         alone = pipe._means(audio, [span], None, 0, 1)
         torch.testing.assert_close(together[i:i + 1], alone, atol=1e-5, rtol=1e-5)
     assert out.windows[0].top["MTGGenre"] == pipe._describe("MTGGenre", together[:1])[0].labels[0].name
+
+
+def test_a_window_gives_emotion_as_its_two_values_not_a_label(pipe, clip):
+    out = pipe(clip(6.0), tasks="EMO, GS", window=3)
+    for window, value in zip(out.windows, [pipe._describe("EMO", m)[0] for m in pipe._means(
+            pipe.check_inputs(clip(6.0)).audio.samples, _split(6 * SAMPLE_RATE, 3), None, 0, 2)[:, None]],
+            strict=True):
+        arousal, valence = value.labels
+        assert window.top["EMO"] == f"arousal {arousal.score:+.2f}, valence {valence.score:+.2f}"
 
 
 def test_windows_that_are_the_whole_pass_are_encoded_once(pipe, clip):
@@ -74,6 +87,19 @@ def test_windows_that_are_the_whole_pass_are_encoded_once(pipe, clip):
     out = pipe(clip(12.0), tasks="GS", window=30, callback=lambda step, total: steps.append((step, total)))
     assert steps == [(1, 1)] and [(w.start, w.end) for w in out.windows] == [(0.0, 12.0)]
     assert out.windows[0].top["GS"] == out.results[0].labels[0].name
+
+
+def test_a_long_track_with_a_timeline_is_described_from_its_windows(pipe, clip):
+    """Longer than one pass and with a timeline: its windows are encoded once and serve both the timeline and the
+    whole description (their length-weighted average), instead of 30 s parts encoded beside them."""
+    steps = []
+    out = pipe(clip(40.0, rate=SAMPLE_RATE), tasks="GS", window=10, callback=lambda s, t: steps.append((s, t)))
+    assert steps[-1] == (4, 4) and len(out.windows) == 4
+    assert out.notes == ("The clip is longer than 30 s: it was described from 4 parts of at most 10 s, averaged.",)
+    audio = pipe.check_inputs(clip(40.0, rate=SAMPLE_RATE)).audio.samples
+    means = pipe._means(audio, _split(len(audio), 10), None, 0, 4)
+    best = pipe._describe("GS", means.mean(dim=0, keepdim=True))[0].labels  # four windows of equal length
+    assert [(x.name, round(x.score, 5)) for x in out.results[0].labels] == [(x.name, round(x.score, 5)) for x in best]
 
 
 def test_a_clip_longer_than_one_pass_is_described_in_parts_and_says_so(pipe, clip):
