@@ -8,6 +8,7 @@ call does. The named endpoints, the weights banner and the embed section are tho
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 
 import gradio as gr
@@ -15,6 +16,8 @@ import gradio as gr
 from apps import ui
 from shared.api import Endpoint, Input, attribute
 from shared.context import DemoContext
+
+REPO_ROOT = Path(__file__).resolve().parents[1]  # declared example files are named from here
 
 
 def build(ctx: DemoContext) -> gr.Blocks:
@@ -46,8 +49,9 @@ def form(ctx: DemoContext, endpoint: Endpoint, view: ui.WeightsView) -> None:
         with gr.Column():
             components = [view.selectors[0] if i.kind == "weights" else component(i) for i in endpoint.inputs]
             run = gr.Button("Run", variant="primary")
+            examples(endpoint, components)
         with gr.Column():
-            shown = gr.Markdown(elem_classes="form-answer") if endpoint.view else None
+            shown = gr.HTML(elem_classes="form-answer") if endpoint.view else None
             with gr.Accordion("Answer as JSON", open=False) if endpoint.view else gr.Group():
                 answer = gr.JSON(label="Answer")
     defaults = endpoint.defaults(ctx)
@@ -71,6 +75,37 @@ def form(ctx: DemoContext, endpoint: Endpoint, view: ui.WeightsView) -> None:
                           preprocess=False, **(events(ctx) if events else {})))
 
 
+def examples(endpoint: Endpoint, components: list) -> None:
+    """The endpoint's examples (``Endpoint.example_calls``) as a list of labels; a click fills the whole form (the
+    weights selector stays as the visitor set it). Example files are served as they are (``ui.serve_static``)."""
+    calls = endpoint.example_calls()
+    fields = [(i, c) for i, c in zip(endpoint.inputs, components, strict=True) if i.kind != "weights"]
+    if not calls or not fields:
+        return
+    rows = [[field_value(i, call.arguments[i.name]) for i, _ in fields] for call in calls]
+    ui.serve_static([REPO_ROOT / call.arguments[i.name] for call in calls for i, _ in fields
+                     if i.kind == "file" and call.arguments[i.name]])
+    dataset = gr.Dataset(components=[gr.Textbox(visible=False)], samples=[[call.label] for call in calls],
+                         label="Examples", type="index", samples_per_page=len(calls))
+    dataset.click(lambda index: rows[index], dataset, [c for _, c in fields], api_visibility="private", queue=False)
+
+
+def field_value(i: Input, value: Any) -> Any:
+    """A call's value as the form's field shows it: a file as its path, records as the JSON box's text, an optional
+    number with no value as an empty box."""
+    if i.kind == "file" and value:
+        return str(REPO_ROOT / value)
+    if i.kind == "records":
+        return records_text(value)
+    if i.kind in ("integer", "number") and i.default is None and not i.required:
+        return "" if value is None else str(value)
+    return value
+
+
+def records_text(records) -> str:
+    return "[\n" + ",\n".join(f"  {json.dumps(record)}" for record in records or ()) + "\n]"
+
+
 def component(i: Input) -> gr.components.Component:
     """The input's form field, labelled with its public name and described by its declaration."""
     value = i.example if i.required else i.default
@@ -87,12 +122,12 @@ def component(i: Input) -> gr.components.Component:
         return gr.Checkbox(value=bool(value), **common)
     if i.kind == "choice":
         return gr.Dropdown(list(i.choices), value=value, **common)
-    gr.Markdown(common["info"])  # gr.File and gr.Code take no info line
+    gr.Markdown(common["info"])  # gr.File, gr.Audio and gr.Code take no info line
+    if i.media == "audio":  # a waveform, a player, and the microphone
+        return gr.Audio(sources=["upload", "microphone"], type="filepath", label=i.name)
     if i.kind in ("file", "files"):
         return gr.File(file_count="single" if i.kind == "file" else "multiple", label=i.name)
-    # records: one a line
-    text = "[\n" + ",\n".join(f"  {json.dumps(record)}" for record in value or ()) + "\n]"
-    return gr.Code(text, language="json", label=i.name)
+    return gr.Code(records_text(value), language="json", label=i.name)  # records: one a line
 
 
 def page_value(i: Input, value: Any, defaults: dict[str, Any]) -> Any:

@@ -43,7 +43,7 @@ def form(ctx, endpoint: Endpoint, weights: str) -> None:
             with st.spinner("Running"):
                 answer = endpoint.call(ctx, arguments)
             if endpoint.view:
-                st.markdown(attribute(endpoint.view)(answer))
+                st.html(attribute(endpoint.view)(answer))
             st.json(answer, expanded=not endpoint.view)
         except Exception as error:
             show_error(error)
@@ -64,6 +64,12 @@ def field(endpoint: Endpoint, i: Input) -> Any:
         return st.checkbox(i.name, bool(value), help=i.description, key=key)
     if i.kind == "choice":
         return st.selectbox(i.name, list(i.choices), index=list(i.choices).index(value), help=i.description, key=key)
+    if i.media == "audio":  # upload or record; what is sent plays back below
+        upload = st.file_uploader(i.name, help=i.description, key=key) or st.audio_input(f"or record {i.name}",
+                                                                                         key=f"{key}-recorded")
+        if upload is not None:
+            st.audio(upload)
+        return upload
     if i.kind in ("file", "files"):
         return st.file_uploader(i.name, accept_multiple_files=i.kind == "files", help=i.description, key=key)
     return st.text_area(i.name, json.dumps(value, indent=1), help=i.description, key=key)  # records

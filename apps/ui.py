@@ -242,6 +242,14 @@ def tool_docstring(doc: str) -> str:
 
 _EXAMPLE_NAME = re.compile(r"^[A-Za-z0-9][\w.-]{0,100}\.(?:png|jpe?g|webp)$")
 served_examples: dict[tuple[str, str], Path] = {}  # (demo id, file name) -> the file; filled as pages are built
+_static_folders: set[str] = set()  # folders of example files Gradio serves as they are
+
+
+def serve_static(paths) -> None:
+    """Let Gradio serve these example files as they are (a click puts one into a component, whose value the browser
+    then loads and sends back). ``gr.set_static_paths`` replaces its list, so every page's folders are kept here."""
+    _static_folders.update(str(Path(p).resolve().parent) for p in paths)
+    gr.set_static_paths(sorted(_static_folders))
 
 
 def image_examples(demo: Demo, paths: list[str], target: gr.Image, label: str = "Examples") -> gr.Dataset:
@@ -251,7 +259,7 @@ def image_examples(demo: Demo, paths: list[str], target: gr.Image, label: str = 
         if not _EXAMPLE_NAME.match(path.name):
             raise ValueError(f"example file name {path.name!r} is not one the examples route serves")
         served_examples[(demo.id, path.name)] = path.resolve()
-    gr.set_static_paths(sorted({str(path.parent) for path in served_examples.values()}))  # replaces the list
+    serve_static(paths)
     samples = [[f'<img src="{EXAMPLES_ROUTE}/{demo.id}/{Path(p).name}" alt="{Path(p).stem}" '
                 'style="height:72px;width:auto;border-radius:6px">'] for p in paths]
     dataset = gr.Dataset(components=[gr.HTML(visible=False)], samples=samples, label=label, type="index",

@@ -28,6 +28,7 @@ REQUIRED = inspect.Parameter.empty
 # What an input holds, as JSON: text, a number (``integer``: whole), true or false, one of ``choices``, a weight set's
 # name (its default chosen at run time from ``preference``), one uploaded file or a list of them, a list of objects.
 KINDS = ("text", "integer", "number", "boolean", "choice", "weights", "file", "files", "records")
+MEDIA = ("", "audio")  # what a file input holds, where a page can do more with it than with any file
 WORK = ("model", "bounded", "light")  # a model's queue (and GPU slot), the bounded workers, or neither
 
 
@@ -44,12 +45,15 @@ class Input:
     preference: tuple[str, ...] = ()  # weights: the default is the first of these that is on the server
     argument: str = ""  # the demo's check's name for this input, where it differs ("molecule" for "smiles")
     example: Any = None  # an honest value: the docs' and the generated tests'
+    media: str = ""  # file: what it holds ("audio": a page records it too and draws its waveform), "" for any file
 
     def __post_init__(self):
         if self.kind not in KINDS:
             raise ValueError(f"input {self.name!r}: kind must be one of {KINDS}, not {self.kind!r}")
         if self.kind in ("integer", "number") and self.minimum is None:
             raise ValueError(f"input {self.name!r}: a number input declares its minimum")
+        if self.media not in MEDIA or (self.media and self.kind != "file"):
+            raise ValueError(f"input {self.name!r}: media is one of {MEDIA[1:]}, for a file input")
 
     @property
     def required(self) -> bool:
@@ -116,6 +120,14 @@ class Input:
 
 
 @dataclass(frozen=True)
+class Example:
+    """A whole call a visitor can start from: a generated page offers each as a click that fills its form."""
+
+    label: str  # what the visitor reads, a few words
+    arguments: dict[str, Any]  # public input name -> value (a file: its path in the repository); the rest: defaults
+
+
+@dataclass(frozen=True)
 class Endpoint:
     """One API function: ``/<name>`` for gradio_client and @gradio/client, the MCP tool ``<name>``."""
 
@@ -126,7 +138,8 @@ class Endpoint:
     run: str  # "apps.<id>.api:<function>": function(ctx, **inputs) -> JSON (ctx: None for the hub's own)
     check: str = ""  # "apps.<id>.api:<function>": function(ctx, **inputs), torch-free, after the declared limits
     work: str = "model"
-    view: str = ""  # "apps.<id>.api:<function>": function(answer) -> Markdown, how a generated page shows the answer
+    view: str = ""  # "apps.<id>.api:<function>": function(answer) -> HTML (apps/views.py), a generated page's answer
+    examples: tuple[Example, ...] = ()  # offered on a generated page; none: one call made of the inputs' examples
 
     def __post_init__(self):
         if self.work not in WORK:
@@ -139,6 +152,20 @@ class Endpoint:
             if i.required and seen_default:
                 raise ValueError(f"endpoint {self.name!r}: required input {i.name!r} after one with a default")
             seen_default = seen_default or not i.required
+        for example in self.examples:
+            unknown = set(example.arguments) - set(names)
+            if unknown:
+                raise ValueError(f"endpoint {self.name!r}: example {example.label!r} sets no input named {unknown}")
+
+    def example_calls(self) -> tuple[Example, ...]:
+        """The declared examples, each with every input that is not a weights selector (missing ones at their
+        declared defaults); none declared: one made of the inputs' examples, where every required input has one."""
+        fields = [i for i in self.inputs if i.kind != "weights"]
+        examples = self.examples
+        if not examples and all(i.example is not None for i in fields if i.required):
+            examples = (Example("Example", {i.name: i.example for i in fields if i.example is not None}),)
+        return tuple(Example(e.label, {i.name: e.arguments.get(i.name, None if i.required else i.default)
+                                       for i in fields}) for e in examples)
 
     def defaults(self, ctx: DemoContext | None = None) -> dict[str, Any]:
         """Each optional input's default; a weights input's the server's choice (``ctx.default_weights`` from its

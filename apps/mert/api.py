@@ -6,7 +6,7 @@ from __future__ import annotations
 from apps.mert import checks
 from apps.mert.audio import MAX_ANALYSED_SECONDS
 from apps.mert.tasks import BEST_LAYER, TITLES
-from shared.api import Endpoint, Input
+from shared.api import Endpoint, Example, Input
 from shared.context import DemoContext
 from shared.uploads import api_file
 
@@ -20,7 +20,7 @@ ENDPOINTS = (
         inputs=(
             Input("audio", "file", f"the music (WAV, FLAC, OGG or MP3; mono or stereo, 8 to 96 kHz; the first "
                   f"{MAX_ANALYSED_SECONDS // 60} minutes are analysed); over MCP send it as a data URI",
-                  example="apps/mert/examples/piano-scale.flac"),
+                  example="apps/mert/examples/piano-scale.flac", media="audio"),
             Input("tasks", "text", f"comma-separated task names, \"\" for all: {TASKS}", default="",
                   max_length=300, example="GS, MTGGenre"),
             Input("window", "number", "seconds per window of the timeline (the top label of each task per window); "
@@ -29,10 +29,17 @@ ENDPOINTS = (
         ),
         returns='{"results": [{"task", "title", "labels": [{"name", "score"}] (top 5, softmax scores as the official '
                 'Space shows them; EMO: arousal and valence values)}], "windows": [{"start", "end", "top": {task: '
-                'label}}], "seconds", "analysed_seconds", "notes"}',
+                'its best label; EMO: "arousal +a, valence +v"}}], "seconds", "analysed_seconds", "notes"}',
         run="apps.mert.api:describe_music",
         check="apps.mert.api:check_describe_music",
-        view="apps.mert.api:as_tables",
+        view="apps.mert.api:as_report",
+        examples=(  # clips synthesised by apps/mert/examples.py: no recorded music
+            Example("Piano-like scale, key and pitch over time", {
+                "audio": "apps/mert/examples/piano-scale.flac", "tasks": "GS, NSynthP, NSynthI", "window": 2}),
+            Example("Drum pattern, genre and instruments", {
+                "audio": "apps/mert/examples/drum-pattern.flac", "tasks": "MTGGenre, MTGInstrument, MTGMood"}),
+            Example("Sine chord, all ten tasks", {"audio": "apps/mert/examples/sine-chord.flac"}),
+        ),
     ),
 )
 
@@ -42,26 +49,24 @@ def check_describe_music(ctx: DemoContext, audio, tasks, window) -> checks.MERTI
     return checks.check_inputs(api_file(audio, "audio"), tasks, window, decode=False)
 
 
-def as_tables(answer: dict) -> str:
-    """The answer as a reader takes it in: each task's top labels, the timeline, the notes (Markdown)."""
-    def cell(text: str) -> str:
-        return str(text).replace("|", "/")
+def as_report(answer: dict) -> str:
+    """The answer as a reader takes it in: each task's top labels as bars, emotion as a point (arousal, valence),
+    the timeline coloured by label, the notes."""
+    from apps import views
 
-    def labels(result: dict) -> str:
-        shown = [f"{cell(x['name'])} {x['score']:+.2f}" if result["task"] == "EMO" else
-                 f"{cell(x['name'])} {x['score']:.0%}" for x in result["labels"]]
-        return ", ".join(shown)
-
-    rows = [f"| {r['title']} | {labels(r)} |" for r in answer["results"]]
-    out = ["| task | best labels |", "|---|---|", *rows]
+    parts = []
+    for result in answer["results"]:
+        labels = [(x["name"], x["score"]) for x in result["labels"]]
+        if result["task"] == "EMO":
+            parts.append(views.point(result["title"], *labels))
+        else:
+            parts.append(views.bars(result["title"], labels))
+    out = [views.grid(parts)]
     if answer["windows"]:
-        tasks = [r["task"] for r in answer["results"]]
-        titles = {r["task"]: r["title"] for r in answer["results"]}
-        out += ["", "| time | " + " | ".join(titles[t] for t in tasks) + " |", "|---" * (len(tasks) + 1) + "|"]
-        out += [f"| {w['start']:g}–{w['end']:g} s | " + " | ".join(cell(w["top"][t]) for t in tasks) + " |"
-                for w in answer["windows"]]
-    out += [f"\n> {note}" for note in answer["notes"]]
-    return "\n".join(out)
+        columns = [(r["task"], r["title"]) for r in answer["results"]]
+        rows = [(f"{w['start']:g}–{w['end']:g} s", w["top"]) for w in answer["windows"]]
+        out.append(views.timeline("Over time: the top label of each window", columns, rows))
+    return "".join(out) + views.notes(answer["notes"])
 
 
 def describe_music(ctx: DemoContext, audio, tasks, window) -> dict:

@@ -64,16 +64,32 @@ def test_bad_audio_is_refused_before_the_queue(served, tmp_path):
         client.predict(handle_file(str(silent)), "", None, api_name="/describe_music")
 
 
-def test_the_page_shows_the_answer_as_tables(served):
-    """The generated page shows a declared view of the answer (apps/mert/api.py as_tables) above the JSON."""
-    from apps.mert.api import as_tables
+def test_the_page_shows_the_answer_as_bars_a_point_and_a_timeline(served):
+    """The generated page shows a declared view of the answer (apps/mert/api.py as_report, drawn by apps/views.py)
+    above the JSON: a task's five labels with their scores, emotion as a point, a coloured row per window."""
+    import re
+    from html import unescape
+
+    from apps.mert.api import as_report
 
     _, ctx = served
     answer = ctx.pipeline()(EXAMPLE, "GS, EMO", 2).to_dict()
-    lines = as_tables(answer).splitlines()
-    key = next(line for line in lines if line.startswith("| Key |"))
-    assert key.count("%") == 5 and answer["results"][0]["labels"][0]["name"] in key
-    emotion = next(line for line in lines if line.startswith("| Emotion"))
-    assert "arousal" in emotion and "%" not in emotion
-    assert "| time | Key | Emotion (arousal, valence) |" in lines
-    assert [line.split(" |")[0] for line in lines if " s |" in line] == ["| 0–2 s", "| 2–4 s"]
+    report = as_report(answer)
+    key = report.split("<strong>Key</strong>")[1].split('<div class="view-')[0]
+    scores = re.findall(r">(\d+)%<", key)
+    assert len(scores) == 5 and answer["results"][0]["labels"][0]["name"] in unescape(key)
+    assert [int(x) for x in scores] == [round(100 * x["score"]) for x in answer["results"][0]["labels"]]
+    arousal, valence = (x["score"] for x in answer["results"][1]["labels"])
+    assert f'aria-label="arousal {arousal:+.2f}, valence {valence:+.2f}"' in report
+    rows = re.findall(r"<tr><td[^>]*>([^<]+)</td>", report)
+    assert rows == ["0–2 s", "2–4 s"]
+    first = answer["windows"][0]["top"]["GS"]
+    assert f">{first}</td>" in unescape(report) and "hsl(" in report
+
+
+def test_a_view_escapes_what_an_answer_holds():
+    from apps import views
+
+    drawn = views.bars("<b>t</b>", [("<script>x</script>", 0.5)]) + views.timeline("t", [("k", "<i>")],
+                                                                                   [("0 s", {"k": "<img>"})])
+    assert "<script>" not in drawn and "<img>" not in drawn and "<i>" not in drawn and "&lt;script&gt;" in drawn

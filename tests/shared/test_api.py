@@ -106,6 +106,33 @@ def test_every_declared_example_passes_its_checks_and_every_limit_is_enforced(na
             assert info.value.argument == i.name, (i.name, case)
 
 
+@pytest.mark.parametrize("name", sorted(DECLARED))
+def test_every_example_a_page_offers_is_a_call_that_passes_its_checks(name, offline_checkpoints):
+    """What a generated page fills in on a click (``Endpoint.example_calls``) is a whole call the endpoint accepts;
+    a file named there is in the repository."""
+    demo, endpoint = DECLARED[name]
+    ctx = DemoContext(demo)
+    defaults = endpoint.defaults(ctx)
+    for example in endpoint.example_calls():
+        arguments = {}
+        for i in endpoint.inputs:  # a weights input is the page's selector: its default, or its example if required
+            value = example.arguments.get(i.name, defaults.get(i.name, i.example))
+            if i.kind == "file" and value is not None:
+                assert (REPO_ROOT / value).is_file(), (example.label, value)
+                value = {"path": str(REPO_ROOT / value), "meta": {"_type": "gradio.FileData"}}
+            arguments[i.name] = value
+        endpoint.check_call(ctx, arguments)
+
+
+def test_an_example_that_sets_an_unknown_input_is_refused_at_declaration():
+    from shared.api import Endpoint, Example, Input
+
+    with pytest.raises(ValueError, match="sets no input named"):
+        Endpoint("f", "s", (Input("text", "text", "t"),), "r", "m:f", examples=(Example("x", {"txt": "a"}),))
+    with pytest.raises(ValueError, match="media"):
+        Input("text", "text", "t", media="audio")
+
+
 @pytest.fixture
 def offline_checkpoints(tmp_path, monkeypatch):
     """No weights anywhere: the checks need none."""

@@ -1,0 +1,82 @@
+"""Answers drawn for a reader, for a demo's declared ``view`` (``shared.api.Endpoint.view``): labels with score bars,
+a point on two axes, a timeline whose cells are coloured by label. Strings of HTML that Gradio's Markdown and
+Streamlit's ``st.html`` both show as they are; UI-free (no gradio, no streamlit). Every text taken from an answer is
+escaped; sizes are relative, so a view reads at 720 px as at 1,400."""
+
+from __future__ import annotations
+
+import zlib
+from collections.abc import Sequence
+from html import escape
+
+BAR = "background:var(--color-accent, #6366f1);border-radius:3px"
+CELL = "border:1px solid #e5e7eb;padding:3px 8px;text-align:left"
+
+
+def colour(label: str) -> str:
+    """A light colour of its own for each label (the same label: the same colour, in every view and every run)."""
+    return f"hsl({zlib.crc32(label.encode()) % 360}, 70%, 88%)"
+
+
+def bars(title: str, items: Sequence[tuple[str, float]], percent: bool = True) -> str:
+    """A titled list of labels, each with its score as a number and a bar (``percent``: scores in [0, 1]; else
+    values, drawn against the largest magnitude)."""
+    top = max((abs(score) for _, score in items), default=1.0) or 1.0
+    rows = []
+    for label, score in items:
+        share = score if percent else abs(score) / top
+        shown = f"{score:.0%}" if percent else f"{score:+.2f}"
+        rows.append(f'<div style="display:flex;gap:8px;align-items:center;margin:2px 0">'
+                    f'<span style="flex:0 0 40%;overflow-wrap:anywhere">{escape(label)}</span>'
+                    f'<span style="flex:1;height:12px;background:#f3f4f6;border-radius:3px">'
+                    f'<span style="display:block;height:12px;width:{max(0.0, min(1.0, share)) * 100:.1f}%;{BAR}">'
+                    f'</span></span><span style="flex:0 0 3.5em;text-align:right">{shown}</span></div>')
+    return f'<div class="view-bars"><strong>{escape(title)}</strong>{"".join(rows)}</div>'
+
+
+def point(title: str, x: tuple[str, float], y: tuple[str, float], size: int = 160) -> str:
+    """A point on two axes through zero (an inline SVG), the axes' names and the values beside it. The axes reach the
+    larger of 1 and the values' magnitude, so the point is always drawn, and the range is written on the plot."""
+    reach = max(1.0, abs(x[1]), abs(y[1]))
+    half = size / 2
+
+    def at(value: float) -> float:
+        return half + value / reach * (half - 12)
+
+    svg = (f'<svg viewBox="0 0 {size} {size}" width="{size}" height="{size}" role="img" '
+           f'aria-label="{escape(x[0])} {x[1]:+.2f}, {escape(y[0])} {y[1]:+.2f}">'
+           f'<rect x="0.5" y="0.5" width="{size - 1}" height="{size - 1}" fill="none" stroke="#d1d5db"/>'
+           f'<line x1="0" y1="{half}" x2="{size}" y2="{half}" stroke="#9ca3af"/>'
+           f'<line x1="{half}" y1="0" x2="{half}" y2="{size}" stroke="#9ca3af"/>'
+           f'<text x="{size - 4}" y="{half - 4}" font-size="10" text-anchor="end">{escape(x[0])} +</text>'
+           f'<text x="{half + 4}" y="12" font-size="10">{escape(y[0])} +</text>'
+           f'<text x="4" y="{size - 4}" font-size="9" fill="#6b7280">±{reach:g}</text>'
+           f'<circle cx="{at(x[1]):.1f}" cy="{size - at(y[1]):.1f}" r="6" fill="#6366f1"/></svg>')
+    return (f'<div class="view-point"><strong>{escape(title)}</strong><div style="display:flex;gap:12px;'
+            f'align-items:center;flex-wrap:wrap">{svg}<span>{escape(x[0])} {x[1]:+.2f}<br>{escape(y[0])} '
+            f'{y[1]:+.2f}</span></div></div>')
+
+
+def timeline(title: str, columns: Sequence[tuple[str, str]], rows: Sequence[tuple[str, dict[str, str]]]) -> str:
+    """A table with a row per time span and a column per ``(key, heading)``; each cell is that span's label, coloured
+    by label, so where a label holds and where it changes shows at a glance. It scrolls sideways where it is wider
+    than the page."""
+    head = "".join(f'<th style="{CELL}">{escape(heading)}</th>' for _, heading in columns)
+    body = "".join(
+        f'<tr><td style="{CELL};white-space:nowrap">{escape(span)}</td>' + "".join(
+            f'<td style="{CELL};background:{colour(labels[key])}">{escape(labels[key])}</td>' for key, _ in columns)
+        + "</tr>" for span, labels in rows)
+    return (f'<div class="view-timeline" style="margin-top:16px"><strong>{escape(title)}</strong>'
+            f'<div style="overflow-x:auto"><table style="border-collapse:collapse;border:none;margin:4px 0;'
+            f'font-size:90%"><thead><tr><th style="{CELL}">time</th>{head}</tr></thead><tbody>{body}</tbody></table>'
+            "</div></div>")
+
+
+def notes(texts: Sequence[str]) -> str:
+    return "".join(f'<p class="view-note">{escape(text)}</p>' for text in texts)
+
+
+def grid(parts: Sequence[str], width: str = "15rem") -> str:
+    """Parts side by side, as many a row as fit at least ``width`` wide (one a row on a narrow page)."""
+    return (f'<div style="display:grid;grid-template-columns:repeat(auto-fill,minmax({width},1fr));gap:12px 20px">'
+            f'{"".join(parts)}</div>')
