@@ -189,6 +189,9 @@ def launch(settings: ServeSettings | None = None, *, prevent_thread_lock: bool =
         start_deployments(pool)
     pool = pool or default_pool()
     hub = build_hub(pool, settings)
+    from apps.spaces import fetch_at_start
+
+    fetch_at_start(DEMOS)  # on a Space: what preload_from_hub cannot fetch
     closes_ray = not pool.computes_here and not prevent_thread_lock  # a blocking launch owns the RayPool's lifetime
     if closes_ray:
         stop_on_sigterm()  # a service manager's stop closes the hub the way Ctrl-C does, and Ray with it

@@ -8,8 +8,10 @@ needed part of ``apps/``), so no code is copied into the repository twice.
 from __future__ import annotations
 
 import json
+import logging
 import os
 import re
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -18,6 +20,8 @@ from apps.gradio_internals import TESTED_GRADIO
 from shared import weights
 from shared.registry import Demo
 from shared.weights import REPO_ROOT
+
+log = logging.getLogger(__name__)
 
 CONSTRAINTS = REPO_ROOT / "constraints.txt"  # the exact stack CI tests; a Space installs the same releases
 PYTHON_VERSION = "3.11"
@@ -66,7 +70,7 @@ def _front_matter(fields: dict) -> str:
 
 def _preload(demo: Demo) -> list[str]:
     """``preload_from_hub`` entries for the demo's official weight sets: "repo file1,file2 revision" (model
-    repositories only: preload_from_hub reads no Space's files; those download on first use)."""
+    repositories only: preload_from_hub reads no Space's files; ``fetch_at_start`` fetches those)."""
     for ws in demo.weight_sets:  # the default (first official) set only: the others download on demand
         if ws.repo_id and ws.repo_type == "model":
             globbed = any(c in p for p in ws.allow_patterns for c in "*?[")
@@ -173,6 +177,30 @@ def build_demo_app(demo_id: str):
     return blocks
 
 
+def fetch_at_start(demos) -> threading.Thread | None:
+    """On a Space, the official weights that ``preload_from_hub`` cannot fetch (it reads model repositories only;
+    MERT's files are in a Space's repository), downloaded once by the Space itself as it starts: the operator's
+    process, in the background, never a visitor's request (visitors still cannot start downloads). Until they are
+    here the page says the weights are missing, as anywhere. Elsewhere: nothing (``demohub download`` is the way)."""
+    from apps.settings import on_space
+
+    wanted = [(demo, ws) for demo in demos for ws in demo.weight_sets if ws.repo_id and ws.repo_type != "model"]
+    if not wanted or not on_space():
+        return None
+
+    def run() -> None:
+        for demo, ws in wanted:
+            try:
+                weights.resolve(demo.id, ws, allow_download=True)
+                log.info("fetched the %s weights %s at the Space's start", demo.id, ws.name)
+            except Exception:  # the page keeps saying they are missing; the Space's log says why
+                log.warning("could not fetch the %s weights %s at the Space's start", demo.id, ws.name, exc_info=True)
+
+    thread = threading.Thread(target=run, name="demohub-space-weights", daemon=True)
+    thread.start()
+    return thread
+
+
 def launch_demo_app(blocks) -> None:
     from apps import serving
     from apps.hub import warm_up
@@ -181,6 +209,8 @@ def launch_demo_app(blocks) -> None:
 
     pool, settings = default_pool(), space_settings()
     demo = getattr(blocks, "demohub_demo", None)
+    if demo is not None:
+        fetch_at_start([demo])
     serving.launch(blocks, settings, stats=lambda: pool.stats().as_dict(),
                    on_serving=(lambda: warm_up([demo])) if demo and settings.warm else None, **look())
 

@@ -21,6 +21,7 @@ import apps
 from apps import get_demo, spaces
 from shared import weights
 from shared.context import load_pipeline
+from shared.weights import REPO_ROOT
 from tests.conftest import free_port
 from tests.fixtures import tiny_repos
 from tests.fixtures.hub_server import HubServer
@@ -164,3 +165,35 @@ def _cmdline(pid: str) -> bytes:
         return Path(f"/proc/{pid}/cmdline").read_bytes() + b"\0"
     except OSError:  # the process ended while we looked
         return b""
+
+
+def test_a_space_fetches_at_its_start_what_preload_cannot(hub, tmp_path, monkeypatch):
+    """MERT's weights live in a Space's repository, which a Space card's preload_from_hub does not read: the MERT
+    Space, started as the platform starts it (SPACE_ID set, its app.py run), fetches them itself, once, in the
+    background, then serves them; without SPACE_ID nothing is fetched (``demohub download`` is the way)."""
+    from apps.spaces import fetch_at_start
+
+    server, files = hub
+    demo = get_demo("mert")
+    ws = demo.weight_sets[0]
+    assert ws.repo_type == "space" and fetch_at_start([demo]) is None, "off a Space it fetches nothing"
+    allowed = sorted(f for f in files["mert"] if any(fnmatch.fnmatch(f, p) for p in ws.allow_patterns))
+    before = len(server.downloads(ws.repo_id))
+    port = free_port()
+    env = hub_env(server, tmp_path, SPACE_ID="lab/mert-demo", PORT=str(port), PYTHONPATH=str(REPO_ROOT),
+                  DEMOHUB_WARM="0")
+    space = subprocess.Popen([sys.executable, str(REPO_ROOT / "spaces" / "mert" / "app.py")], cwd=tmp_path, env=env,
+                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True)
+    try:
+        deadline = time.monotonic() + 120
+        while sorted(server.downloads(ws.repo_id)[before:]) != allowed:
+            assert space.poll() is None, space.stdout.read()[-3000:]
+            assert time.monotonic() < deadline, f"fetched {server.downloads(ws.repo_id)[before:]}"
+            time.sleep(0.5)
+    finally:
+        os.killpg(space.pid, signal.SIGTERM)
+        space.wait(timeout=30)
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setenv("DEMOHUB_CHECKPOINTS", str(tmp_path / "no-bundled"))
+    assert weights.state("mert", ws) is weights.WeightState.CACHED
