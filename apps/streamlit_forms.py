@@ -26,7 +26,8 @@ def render(demo_id: str) -> None:
     if notice:
         st.warning(notice)
     endpoints = ctx.demo.endpoints()
-    tabs = st.tabs([e.name.replace("_", " ").capitalize() for e in endpoints]) if len(endpoints) > 1 else [st]
+    tabs = st.tabs([e.name.replace("_", " ").capitalize() for e in endpoints]) if len(endpoints) > 1 \
+        else [st.container()]
     for tab, endpoint in zip(tabs, endpoints, strict=True):
         with tab:
             form(ctx, endpoint, weights)

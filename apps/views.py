@@ -35,25 +35,26 @@ def bars(title: str, items: Sequence[tuple[str, float]], percent: bool = True) -
 
 
 def point(title: str, x: tuple[str, float], y: tuple[str, float], size: int = 160) -> str:
-    """A point on two axes through zero (an inline SVG), the axes' names and the values beside it. The axes reach the
-    larger of 1 and the values' magnitude, so the point is always drawn, and the range is written on the plot."""
+    """A point on two axes through zero, the axes' names and the values beside it: boxes, not SVG, which both pages
+    keep (Streamlit's ``st.html`` removes SVG). The axes reach the larger of 1 and the values' magnitude, so the
+    point is always drawn, and the range is written on the plot."""
     reach = max(1.0, abs(x[1]), abs(y[1]))
-    half = size / 2
 
-    def at(value: float) -> float:
-        return half + value / reach * (half - 12)
+    def at(value: float) -> float:  # percent from the low end of an axis, the dot's 12 px kept inside
+        return 50 + value / reach * 45
 
-    svg = (f'<svg viewBox="0 0 {size} {size}" width="{size}" height="{size}" role="img" '
-           f'aria-label="{escape(x[0])} {x[1]:+.2f}, {escape(y[0])} {y[1]:+.2f}">'
-           f'<rect x="0.5" y="0.5" width="{size - 1}" height="{size - 1}" fill="none" stroke="#d1d5db"/>'
-           f'<line x1="0" y1="{half}" x2="{size}" y2="{half}" stroke="#9ca3af"/>'
-           f'<line x1="{half}" y1="0" x2="{half}" y2="{size}" stroke="#9ca3af"/>'
-           f'<text x="{size - 4}" y="{half - 4}" font-size="10" text-anchor="end">{escape(x[0])} +</text>'
-           f'<text x="{half + 4}" y="12" font-size="10">{escape(y[0])} +</text>'
-           f'<text x="4" y="{size - 4}" font-size="9" fill="#6b7280">±{reach:g}</text>'
-           f'<circle cx="{at(x[1]):.1f}" cy="{size - at(y[1]):.1f}" r="6" fill="#6366f1"/></svg>')
+    line = "position:absolute;background:#9ca3af"
+    plot = (f'<div role="img" aria-label="{escape(x[0])} {x[1]:+.2f}, {escape(y[0])} {y[1]:+.2f}" '
+            f'style="position:relative;width:{size}px;height:{size}px;border:1px solid #d1d5db;flex:none">'
+            f'<div style="{line};left:0;right:0;top:50%;height:1px"></div>'
+            f'<div style="{line};top:0;bottom:0;left:50%;width:1px"></div>'
+            f'<span style="position:absolute;right:4px;top:calc(50% - 16px);font-size:10px">{escape(x[0])} +</span>'
+            f'<span style="position:absolute;left:calc(50% + 4px);top:2px;font-size:10px">{escape(y[0])} +</span>'
+            f'<span style="position:absolute;left:4px;bottom:2px;font-size:9px;color:#6b7280">±{reach:g}</span>'
+            f'<span style="position:absolute;left:calc({at(x[1]):.1f}% - 6px);bottom:calc({at(y[1]):.1f}% - 6px);'
+            'width:12px;height:12px;border-radius:50%;background:var(--color-accent, #6366f1)"></span></div>')
     return (f'<div class="view-point"><strong>{escape(title)}</strong><div style="display:flex;gap:12px;'
-            f'align-items:center;flex-wrap:wrap">{svg}<span>{escape(x[0])} {x[1]:+.2f}<br>{escape(y[0])} '
+            f'align-items:center;flex-wrap:wrap">{plot}<span>{escape(x[0])} {x[1]:+.2f}<br>{escape(y[0])} '
             f'{y[1]:+.2f}</span></div></div>')
 
 

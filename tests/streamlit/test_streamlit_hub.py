@@ -225,3 +225,21 @@ def test_the_form_made_from_the_declarations_refuses_a_mistake_and_runs_the_fix(
     assert not at.exception and [e.value for e in at.error] == []
     answer = at.json[0].value
     assert '"candidates"' in answer and '"ab1"' in answer
+
+
+def declared_mert_form_app():
+    """A one-function demo's generated Streamlit page (MERT's): no tabs."""
+    from apps import streamlit_forms
+
+    streamlit_forms.render("mert")
+
+
+def test_a_one_function_form_renders_its_fields_and_says_what_is_missing(offline, pool):
+    """MERT's page (one API function, an audio input): the fields of its declaration, the weights' sentence, and a
+    run without audio answered with the check's sentence, not an exception."""
+    at = AppTest.from_function(declared_mert_form_app, default_timeout=120).run()
+    assert not at.exception, at.exception
+    assert [t.label for t in at.text_input] == ["tasks"] and [n.label for n in at.number_input] == ["window"]
+    assert any("music-descriptor" in w.value and "demohub download mert" in w.value for w in at.warning)
+    at.button[0].click().run()
+    assert not at.exception and any("No audio" in e.value for e in at.error), [e.value for e in at.error]
