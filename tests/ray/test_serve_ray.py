@@ -20,6 +20,7 @@ from apps import serving
 from shared.weights import REPO_ROOT
 from tests.commands import busy_cores, start_hub
 from tests.conftest import free_port, tiny_hub_running
+from tests.endpoints import DECLARED
 from tests.hub.test_first_call import FIRST_JOIN_SECONDS, assert_answers, gradio_client_call, mcp_tool_call, timed_join
 from tests.security import raw
 
@@ -31,7 +32,6 @@ demos:
     weights: [tiny-pragmatic]
 """
 EXAMPLES = [{"string": "abc", "label": "+"}, {"string": "b", "label": "-"}]
-LAYOUT = {"camera": "front", "bbox": [["car", 0.1, 0.4, 0.5, 0.9]]}
 
 
 @pytest.fixture(scope="module")
@@ -62,21 +62,19 @@ def images(tmp_path_factory):
 
 
 def calls(images) -> dict:
+    """An honest call of every model endpoint the demos declare (tests/endpoints.py): each input at its declared
+    example, files at their example or the test images; a new demo's endpoints are in it the day they are declared."""
     from gradio_client import handle_file
 
-    return {
-        "synthesize": dict(examples=EXAMPLES, k=5, api_name="/synthesize"),
-        "suggest": dict(examples=EXAMPLES, api_name="/suggest"),
-        "tag_image": dict(image=handle_file(str(images / "red.png")), threshold=0.68, user_tags="",
-                          api_name="/tag_image"),
-        "tag_batch": dict(files=[handle_file(str(images / "red.png")), handle_file(str(images / "noise.png"))],
-                          threshold=0.5, user_tags="dog", api_name="/tag_batch"),
-        "ask": dict(smiles="CCO", question="tpsa", api_name="/ask"),
-        "generate": dict(layout_json=json.dumps(LAYOUT), checkpoint="nuimages-256x256", seed=3, steps=3, cfg=5.0,
-                         api_name="/generate"),
-        "describe_music": dict(audio=handle_file(str(REPO_ROOT / "apps/mert/examples/drum-pattern.flac")),
-                               tasks="GS, MTGGenre", window=2, api_name="/describe_music"),
-    }
+    def value(i):
+        if i.kind == "file":
+            return handle_file(str(REPO_ROOT / i.example) if i.example else str(images / "red.png"))
+        if i.kind == "files":
+            return [handle_file(str(images / "red.png")), handle_file(str(images / "noise.png"))]
+        return i.example
+
+    return {name: {**{i.name: value(i) for i in endpoint.inputs}, "api_name": f"/{name}"}
+            for name, (_, endpoint) in DECLARED.items() if endpoint.work == "model"}
 
 
 def predict(url: str, call: dict):
@@ -126,8 +124,7 @@ def test_first_calls_on_busy_cores_once_serve_is_up(ray_hub):
     assert "Traceback" not in ray_hub.log, ray_hub.log[-3000:]
 
 
-@pytest.mark.parametrize("name", ["synthesize", "suggest", "tag_image", "tag_batch", "ask", "generate",
-                                  "describe_music"])
+@pytest.mark.parametrize("name", sorted(n for n, (_, e) in DECLARED.items() if e.work == "model"))
 def test_every_demo_answers_as_in_process(ray_hub, local_hub, images, name):
     call = calls(images)[name]
     remote = predict(ray_hub.url, call)
