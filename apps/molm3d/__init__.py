@@ -40,6 +40,9 @@ DEMO = Demo(
     api="apps.molm3d.api",
     works_without_weights="the conformer, its 2D and 3D views and the RDKit table",
     preview="apps.molm3d.actions:preview",
+    about="give a SMILES or an SDF; see the RDKit conformer in 2D and 3D and RDKit's reference values, and ask the "
+          "model for a description, a property or anything else; numeric answers come beside RDKit's value.",
+    weights_give="the answers (Llama-2-7B, Uni-Mol, Q-Former + LoRA)",
     embed_height=2260,
     requirements=("transformers>=4.50", "rdkit>=2024.3", "sentencepiece>=0.2"),
     cpu_dtype="bfloat16",  # a 7B model in fp32 needs ~28 GB of RAM; bf16 halves it

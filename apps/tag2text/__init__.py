@@ -33,6 +33,9 @@ DEMO = Demo(
     page="apps.tag2text.page",
     api="apps.tag2text.api",
     preview="apps.tag2text.actions:preview",
+    about="upload images (one, several, or a zip); get tags with scores and a caption you can steer with your own "
+          "tags; 3× faster than the official code on a CPU, same tags.",
+    weights_give="the tags and captions",
     embed_height=1580,
     requirements=("transformers>=4.50",),
 )

@@ -57,6 +57,15 @@ def test_the_readme_shows_every_demo(demo):
     assert (REPO_ROOT / picture).stat().st_size < 250_000, "keep the clone small: scripts/screenshots quantises"
 
 
+def test_the_readmes_demos_and_offline_table_are_generated_from_the_registry():
+    """A new demo's paragraph, picture and offline row come from its registration (``python -m apps.api_docs``),
+    not from a hand edit; the page must equal what the generator writes."""
+    from apps.api_docs import readme_page
+
+    text = README.read_text(encoding="utf-8")
+    assert readme_page(text) == text, "README.md differs from the registry: run python -m apps.api_docs"
+
+
 @pytest.mark.parametrize("demo", apps.DEMOS, ids=lambda d: d.id)
 def test_what_runs_without_the_hub_is_what_the_registry_says(demo):
     """The README's table row of each demo names what its page does with no weights (the hub's card says the same)
