@@ -1,5 +1,6 @@
-"""Answers drawn for a reader, for a demo's declared ``view`` (``shared.api.Endpoint.view``): labels with score bars,
-a point on two axes, a timeline whose cells are coloured by label. Strings of HTML that Gradio's Markdown and
+"""Sentences and answers drawn for a reader, for any front end: the precision line of a page, and for a demo's
+declared ``view`` (``shared.api.Endpoint.view``) labels with score bars, a point on two axes, a timeline whose cells
+are coloured by label. Strings of HTML that Gradio's Markdown and
 Streamlit's ``st.html`` both show as they are; UI-free (no gradio, no streamlit). Every text taken from an answer is
 escaped; sizes are relative, so a view reads at 720 px as at 1,400."""
 
@@ -11,6 +12,14 @@ from html import escape
 
 BAR = "background:var(--color-accent, #6366f1);border-radius:3px"
 CELL = "border:1px solid #e5e7eb;padding:3px 8px;text-align:left"
+
+
+def precision_note(cpu_dtype: str | None, gpu_dtype: str | None, trade_off: str) -> str:
+    """A page's settings line on precision (Markdown): what this server runs the demo in (``dtype_plan``), then the
+    demo's measured bf16 trade-off."""
+    from shared.device import dtype_plan
+
+    return f"**Precision:** {dtype_plan(cpu_dtype, gpu_dtype)}. {trade_off}"
 
 
 def colour(label: str) -> str:

@@ -87,12 +87,6 @@ def dtype_plan(cpu_dtype: str | None = None, gpu_dtype: str | None = None) -> st
     return f"{on_cpu}; {on_gpu}"
 
 
-def precision_note(cpu_dtype: str | None, gpu_dtype: str | None, trade_off: str) -> str:
-    """A page's settings line on precision: what this server runs the demo in (``dtype_plan``), then the demo's
-    measured bf16 trade-off."""
-    return f"**Precision:** {dtype_plan(cpu_dtype, gpu_dtype)}. {trade_off}"
-
-
 @dataclass(frozen=True)
 class Bf16Support:
     """Whether this CPU multiplies bf16 matrices in hardware: ``features`` names the instructions that do (empty: bf16

@@ -12,9 +12,9 @@ import html
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
+from apps import views
 from apps.prax import DEMO, checks
 from apps.prax.game import Game
-from shared import device
 from shared.context import DemoContext
 from shared.errors import UserInputError, WeightsUnavailable
 from shared.pace import Pace, duration_text
@@ -31,7 +31,7 @@ SHOWN = 5  # guesses shown per listener
 SEED = 0  # the page samples with a fixed seed: the same examples give the same guesses
 ROLES = ("literal", "PraX")  # the two listeners, as the game names them
 # bf16 against fp32 with the bundled (trained) listeners on 100 held-out specs: benchmarks/reduced_precision.py.
-BF16_TRADE_OFF = ("bf16 on a CPU with native bf16 (`demohub doctor` says): 1.3-1.4× faster on our test CPU, but the "
+BF16_TRADE_OFF = ("bf16 on a CPU with native bf16 (`demohub doctor` says): 1.3× faster on our test CPU, but the "
                   "top guess changed on 9-10% of held-out specs against fp32 (top-1 accuracy 0.22 → 0.20). fp32 stays "
                   "the CPU default; the operator opts in with `DEMOHUB_DTYPE=bf16`.")
 WORKS_WITHOUT = "The bundled tiny listeners (tiny-literal, tiny-pragmatic) work without any download."
@@ -46,7 +46,7 @@ PRESETS = {
 
 def precision_note() -> str:
     """The settings' line on precision (torch is not imported: the hub starts without it)."""
-    return device.precision_note(DEMO.cpu_dtype, DEMO.gpu_dtype, BF16_TRADE_OFF)
+    return views.precision_note(DEMO.cpu_dtype, DEMO.gpu_dtype, BF16_TRADE_OFF)
 
 
 # ---------------------------------------------------------------- checks (run before a model event is queued)

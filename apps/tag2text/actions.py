@@ -13,11 +13,11 @@ import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from apps import views
 from apps.tag2text import DEMO, checks
 from apps.tag2text.checks import Tag2TextInputs
 from apps.tag2text.config import OFFICIAL_THRESHOLD
 from apps.tag2text.images import IMAGE_SUFFIXES
-from shared import device
 from shared.context import DemoContext
 from shared.errors import page_inputs
 from shared.pipeline import Callback
@@ -38,7 +38,7 @@ SPEED_NOTE = ("In fp32 this code tags and captions one image 3.1× faster than t
               "weights, with the same tags and caption, and a batch of 8 3.2× faster, with the same tags (upstream "
               "captions a whole batch from the first image's tags, so only that caption was compared). bf16 on a CPU "
               "with native bf16 (AVX512-BF16 or AMX; `demohub doctor` says which): one image 1.4× faster and a batch "
-              "of 8 2.7× faster than fp32 on our test CPU, but tags changed on 11% and captions on 89% of test images "
+              "of 8 2.6× faster than fp32 on our test CPU, but tags changed on 11% and captions on 89% of test images "
               "(random weights, whose near-ties make these counts pessimistic). fp32 stays the CPU default; the "
               "operator opts in with `DEMOHUB_DTYPE=bf16`.")
 # Inline styles: a page rendered inside the hub cannot bring its own CSS (Gradio 6 takes css at launch()).
@@ -67,7 +67,7 @@ def upload_paths(values: Any) -> list[Any]:
 
 def precision_note() -> str:
     """The settings' line on precision (torch is not imported: the hub starts without it)."""
-    return device.precision_note(DEMO.cpu_dtype, DEMO.gpu_dtype, SPEED_NOTE)
+    return views.precision_note(DEMO.cpu_dtype, DEMO.gpu_dtype, SPEED_NOTE)
 
 
 # -- checks (Gradio validators, before queueing; the pipeline runs the same ones again) --------------------------------
