@@ -76,9 +76,11 @@ def check_show(smiles: str | None, sdf: str | None = None, seed: int | None = DE
 
 
 def check_ask(smiles: str | None, sdf: str | None, task: str | None, question: str | None = "",
-              weights_name: str | None = None, seed: int | None = DEFAULT_SEED) -> MoLM3DInputs:
-    """The "Ask 3D-MoLM" event's check (parameter names = the event's inputs): molecule, task, question, seed."""
-    return _check(smiles, sdf, task=task, question=question, seed=seed)
+              weights_name: str | None = None, seed: int | None = DEFAULT_SEED,
+              decoding: str = "official") -> MoLM3DInputs:
+    """The "Ask 3D-MoLM" event's check (parameter names = the event's inputs): molecule, task, question, seed,
+    decoding."""
+    return _check(smiles, sdf, task=task, question=question, seed=seed, decoding=decoding)
 
 
 # -- running ---------------------------------------------------------------------------------------------------
@@ -110,20 +112,21 @@ def show(smiles: str | None, sdf: str | None = None, seed: int | None = DEFAULT_
 
 
 def answer(ctx: DemoContext, view: MoleculeView, task: str | None, question: str | None = "",
-           weights_name: str | None = None, callback: Callback | None = None, on_download=None) -> MoLM3DOutput:
+           weights_name: str | None = None, callback: Callback | None = None, on_download=None,
+           decoding: str = "official") -> MoLM3DOutput:
     """The model's answer about a molecule already shown. The request is checked before the weights are loaded (or
     downloaded)."""
-    checks.check_inputs(view.conformer, question, task, seed=view.seed)
+    checks.check_inputs(view.conformer, question, task, seed=view.seed, decoding=decoding)
     with ctx.compute(weights_name, on_download) as pipe:
-        return pipe(view.conformer, question, task, seed=view.seed, callback=callback)
+        return pipe(view.conformer, question, task, seed=view.seed, decoding=decoding, callback=callback)
 
 
 def ask(ctx: DemoContext, smiles: str | None, sdf: str | None, task: str | None, question: str | None = "",
         weights_name: str | None = None, seed: int | None = DEFAULT_SEED, callback: Callback | None = None,
-        on_download=None) -> tuple[MoleculeView, MoLM3DOutput]:
+        on_download=None, decoding: str = "official") -> tuple[MoleculeView, MoLM3DOutput]:
     """Views plus the model's answer; everything is checked first."""
-    view = _view(check_ask(smiles, sdf, task, question, weights_name, seed))
-    return view, answer(ctx, view, task, question, weights_name, callback, on_download)
+    view = _view(check_ask(smiles, sdf, task, question, weights_name, seed, decoding))
+    return view, answer(ctx, view, task, question, weights_name, callback, on_download, decoding)
 
 
 # -- display ---------------------------------------------------------------------------------------------------

@@ -9,7 +9,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 
 from apps.molm3d import conformer as conf
-from apps.molm3d.tasks import EVAL_DECODING, MAX_QUESTION_CHARS, MOL_TOKEN, Task, get_task, instruction_for
+from apps.molm3d.tasks import DECODINGS, FAST_NOTE, MAX_QUESTION_CHARS, MOL_TOKEN, Task, get_task, instruction_for
 from shared.errors import UserInputError
 from shared.validation import check_number, check_text
 
@@ -48,11 +48,12 @@ def named_argument(name: str) -> Iterator[None]:
 def check_inputs(molecule, question: str | None = None, task: str | None = None, *,
                  seed: int | None = conf.DEFAULT_SEED, num_beams: int | None = None,
                  max_new_tokens: int | None = None, min_new_tokens: int | None = None,
-                 batch: bool = False) -> MoLM3DInputs:
+                 decoding: str = "official", batch: bool = False) -> MoLM3DInputs:
     """Every check of a request, without weights: each molecule readable with 1-256 heavy atoms (RDKit parse,
     no 3D embedding yet), at most ``MAX_BATCH`` of them, a known task, a question that is text of at most
-    ``MAX_QUESTION_CHARS`` visible characters (and not empty for a free question), a seed RDKit takes, sensible
-    decoding overrides. Raises ``UserInputError`` naming the argument; returns ``MoLM3DInputs``.
+    ``MAX_QUESTION_CHARS`` visible characters (and not empty for a free question), a seed RDKit takes, a known
+    ``decoding`` ("official": 5 beams; "fast": greedy) and sensible decoding overrides. Raises ``UserInputError``
+    naming the argument; returns ``MoLM3DInputs``.
 
     ``molecule``: SMILES, MOL/SDF text, a ``conformer.Molecule`` or ``conformer.Conformer`` (used as given), as
     ``__call__`` takes it; a list or tuple there is refused, naming ``answer_batch``. With ``batch=True`` it is
@@ -91,9 +92,13 @@ def check_inputs(molecule, question: str | None = None, task: str | None = None,
     instruction, notes = instruction_for(spec, question)
     with named_argument("seed"):
         seed = conf.check_seed(seed)
+    if decoding not in DECODINGS:
+        raise UserInputError(f'decoding must be "official" (five beams, as the paper\'s evaluation) or "fast" '
+                             f"(greedy, one beam); got {decoding!r:.40}.", argument="decoding")
+    if decoding == "fast" and num_beams is None:
+        notes.append(FAST_NOTE)
     with named_argument("num_beams"):
-        beams = check_number(EVAL_DECODING["num_beams"] if num_beams is None else num_beams, "num_beams", 1,
-                             whole=True)
+        beams = check_number(DECODINGS[decoding] if num_beams is None else num_beams, "num_beams", 1, whole=True)
     with named_argument("max_new_tokens"):
         most = check_number(spec.max_new_tokens if max_new_tokens is None else max_new_tokens,
                             "max_new_tokens", 1, whole=True)

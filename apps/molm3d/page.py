@@ -9,6 +9,7 @@ import gradio as gr
 
 from apps import ui
 from apps.molm3d import actions
+from apps.molm3d.tasks import DECODINGS
 from shared.context import DemoContext
 from shared.errors import log
 
@@ -25,10 +26,13 @@ def _inputs(ctx: DemoContext) -> dict[str, gr.components.Component]:
     with gr.Row(equal_height=True):
         seed = gr.Number(actions.DEFAULT_SEED, precision=0, label="Conformer seed", min_width=120)
         show_btn = gr.Button("Show conformer")
+    decoding = gr.Radio(list(DECODINGS), value="official", label="Decoding",
+                        info="official: five beams, as the paper's evaluation; fast: one beam, about 5x less work "
+                             "per word on a CPU (the answer may differ)")
     ask_btn = gr.Button("Ask 3D-MoLM", variant="primary")
     examples = gr.Examples(actions.EXAMPLES, inputs=[smiles, task])
     return {"smiles": smiles, "sdf": sdf, "task": task, "question": question, "weights": weights, "seed": seed,
-            "show_btn": show_btn, "ask_btn": ask_btn, "examples": examples}
+            "decoding": decoding, "show_btn": show_btn, "ask_btn": ask_btn, "examples": examples}
 
 
 def _outputs() -> dict[str, gr.components.Component]:
@@ -60,12 +64,12 @@ def build(ctx: DemoContext) -> gr.Blocks:
             return actions.page_outputs(actions.show(smiles, sdf, seed))
 
         @ui.model_call
-        def ask_with_views(smiles, sdf, task, question, weights_name, seed, progress=gr.Progress()):
+        def ask_with_views(smiles, sdf, task, question, weights_name, seed, decoding, progress=gr.Progress()):
             progress(0, desc="Loading 3D-MoLM (the first time takes a while: ~14 GB)")
             view, answer = actions.ask(
                 ctx, smiles, sdf, task, question, weights_name, seed,
                 callback=lambda step, total: progress((step, total), desc="Generating the answer", unit="steps"),
-                on_download=ui.download_progress(progress))
+                on_download=ui.download_progress(progress), decoding=decoding)
             return actions.page_outputs(view, answer)
 
         shown = [o["depiction"], o["viewer"], table, o["info"]]
@@ -76,7 +80,7 @@ def build(ctx: DemoContext) -> gr.Blocks:
                     **ui.work_events(ctx))
         weights = ui.WeightsView(ctx, [i["weights"]], status, actions.WORKS_WITHOUT_WEIGHTS)
         weights.follow(i["ask_btn"].click(
-            ask_with_views, [i["smiles"], i["sdf"], i["task"], i["question"], i["weights"], i["seed"]],
+            ask_with_views, [i["smiles"], i["sdf"], i["task"], i["question"], i["weights"], i["seed"], i["decoding"]],
             [*shown, o["answer"]], validator=ui.validator(actions.check_ask), api_visibility="private",
             **ui.model_events(ctx)))
         ui.serve_endpoints(ctx)

@@ -135,29 +135,30 @@ class MoLM3DPipeline(Pipeline):
     check_inputs = staticmethod(checks.check_inputs)  # torch-free: apps/molm3d/checks.py
 
     def __call__(self, molecule, question: str | None = None, task: str | None = None, *,
-                 seed: int | None = conf.DEFAULT_SEED, num_beams: int | None = None,
+                 seed: int | None = conf.DEFAULT_SEED, decoding: str = "official", num_beams: int | None = None,
                  max_new_tokens: int | None = None, min_new_tokens: int | None = None,
                  callback: Callback | None = None) -> MoLM3DOutput:
         """Answer ``question`` (or the ``task``'s instruction) about one molecule; ``answer_batch`` for a list.
 
         Decoding follows the official evaluation (5 beams, repetition penalty 1.2, length penalty 0.8, per-task
-        token limits) unless overridden. ``callback(step, total)``: one step for the conformer, then one per
-        generated token; ``total`` = 1 + ``max_new_tokens``, and the last call is ``(total, total)`` even when the
+        token limits) unless overridden; ``decoding="fast"`` is greedy (one beam), the rest unchanged.
+        ``callback(step, total)``: one step for the conformer, then one per generated token; ``total`` = 1 +
+        ``max_new_tokens``, and the last call is ``(total, total)`` even when the
         answer ends early.
         """
-        inputs = self.check_inputs(molecule, question, task, seed=seed, num_beams=num_beams,
+        inputs = self.check_inputs(molecule, question, task, seed=seed, decoding=decoding, num_beams=num_beams,
                                    max_new_tokens=max_new_tokens, min_new_tokens=min_new_tokens)
         return self._answer(inputs, callback)[0]
 
     def answer_batch(self, molecules, question: str | None = None, task: str | None = None, *,
-                     seed: int | None = conf.DEFAULT_SEED, num_beams: int | None = None,
+                     seed: int | None = conf.DEFAULT_SEED, decoding: str = "official", num_beams: int | None = None,
                      max_new_tokens: int | None = None, min_new_tokens: int | None = None,
                      callback: Callback | None = None) -> tuple[MoLM3DOutput, ...]:
         """``__call__`` for a list of 1 to ``MAX_BATCH`` molecules, one padded ``generate`` for all: one
         ``MoLM3DOutput`` per molecule, in order, each what ``__call__`` gives for that molecule alone.
         ``callback``: one step per conformer built, then one per generated token; ``total`` = molecules +
         ``max_new_tokens``."""
-        inputs = self.check_inputs(molecules, question, task, seed=seed, num_beams=num_beams,
+        inputs = self.check_inputs(molecules, question, task, seed=seed, decoding=decoding, num_beams=num_beams,
                                    max_new_tokens=max_new_tokens, min_new_tokens=min_new_tokens, batch=True)
         return self._answer(inputs, callback)
 

@@ -56,6 +56,10 @@ TASKS: dict[str, Task] = {t.key: t for t in (
     _prop("scf_energy", "SCF Energy"),
 )}
 EVAL_DECODING = {"num_beams": 5, "repetition_penalty": 1.2, "length_penalty": 0.8}
+# Beams per decoding: "official" as the paper's stage-3 evaluation; "fast" greedy (one beam: about a fifth of the work
+# per new token, answers may differ), the same repetition penalty and token limits.
+DECODINGS = {"official": EVAL_DECODING["num_beams"], "fast": 1}
+FAST_NOTE = "Fast decoding: one beam (greedy) instead of the official five, so the answer may differ."
 
 
 def get_task(task: str | None, question: str | None) -> Task:

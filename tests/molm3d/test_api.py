@@ -28,9 +28,14 @@ def test_ask_endpoint(served_url):
     client = Client(served_url, verbose=False)
     api = client.view_api(return_format="dict", print_info=False)
     params = [p["parameter_name"] for p in api["named_endpoints"]["/ask"]["parameters"]]
-    assert params == ["smiles", "question"]
+    assert params == ["smiles", "question", "decoding"]
     result = client.predict("CN1C=NC2=C1C(=O)N(C(=O)N2C)C", "tpsa", api_name="/ask")
     assert result["task"] == "tpsa" and result["reference"]["value"] == pytest.approx(61.82, abs=0.01)
     assert result["instruction"].startswith("What is the Topological Polar Surface Area of this molecule?")
+    assert not any("Fast decoding" in note for note in result["notes"])  # the official decoding by default
+    fast = client.predict("CN1C=NC2=C1C(=O)N(C(=O)N2C)C", "tpsa", "fast", api_name="/ask")
+    assert fast["task"] == "tpsa" and any("Fast decoding" in note for note in fast["notes"])
+    with pytest.raises(Exception, match="decoding"):
+        client.predict("CCO", "tpsa", "quick", api_name="/ask")
     with pytest.raises(Exception, match="not a valid SMILES"):
         client.predict("C1CC(", "", api_name="/ask")

@@ -94,6 +94,7 @@ BAD = [
     (("CCO",), {"seed": 1.5}, "seed", "whole number"),
     (("CCO",), {"seed": "abc"}, "seed", "whole number"),
     (("CCO",), {"num_beams": 0}, "num_beams", "whole number"),
+    (("CCO",), {"decoding": "quick"}, "decoding", 'decoding must be "official"'),
     (("CCO",), {"max_new_tokens": 0}, "max_new_tokens", "whole number"),
     (("CCO",), {"max_new_tokens": 8, "min_new_tokens": 9}, "min_new_tokens", "between 0 and 8"),
 ]
@@ -134,6 +135,18 @@ def test_check_inputs_returns_normalised_inputs(no_weights):
 
 
 # -- __call__ ------------------------------------------------------------------------------------------------------
+
+
+def test_fast_decoding_is_one_beam_with_the_official_penalties_and_says_so(tiny_pipe):
+    """decoding="fast": greedy, the rest of the official settings unchanged (the same answer as num_beams=1), and the
+    answer's notes say the answer may differ; the official decoding stays the default and adds no note."""
+    fast = tiny_pipe(ASPIRIN, task="logp", decoding="fast", max_new_tokens=6, min_new_tokens=0)
+    greedy = tiny_pipe(ASPIRIN, task="logp", num_beams=1, max_new_tokens=6, min_new_tokens=0)
+    official = tiny_pipe(ASPIRIN, task="logp", max_new_tokens=6, min_new_tokens=0)
+    assert fast.text == greedy.text and "Fast decoding" in " ".join(fast.notes)
+    assert not any("Fast decoding" in n for n in official.notes + greedy.notes)
+    checked = MoLM3DPipeline.check_inputs("CCO", decoding="fast")
+    assert checked.num_beams == 1 and MoLM3DPipeline.check_inputs("CCO").num_beams == 5
 
 
 def test_callback_reports_int_steps_up_to_total(tiny_pipe):
