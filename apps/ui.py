@@ -2,16 +2,19 @@
 
 from __future__ import annotations
 
+import contextvars
 import functools
 import html
 import inspect
 import json
 import os
+import queue
 import re
 import shutil
+import threading
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, Literal
 
@@ -142,6 +145,33 @@ def model_call(fn: Callable | None = None, *, duration: int = 120) -> Callable:
         return gpu(user_errors(f), duration=duration)
 
     return wrap(fn) if fn is not None else wrap
+
+
+def streamed(run: Callable[[Callable[[Any], None]], Any]) -> Iterator[tuple[Any, Any]]:
+    """For a generator handler that shows partial results: ``run(on_partial)`` in a worker thread (in this event's
+    context, so its ``gr.Progress`` still reports), yielding ``(partial, None)`` for each partial result it gives and
+    ``(None, result)`` at the end; an exception from ``run`` is raised here, in the handler."""
+    partials: queue.SimpleQueue = queue.SimpleQueue()
+    outcome: dict[str, Any] = {}
+    done = object()
+
+    def work() -> None:
+        try:
+            outcome["result"] = run(partials.put)
+        except BaseException as error:  # raised again in the handler's thread, below
+            outcome["error"] = error
+        finally:
+            partials.put(done)
+
+    worker = threading.Thread(target=contextvars.copy_context().run, args=(work,), name="demohub-streamed",
+                              daemon=True)
+    worker.start()
+    while (partial := partials.get()) is not done:
+        yield partial, None
+    worker.join()
+    if "error" in outcome:
+        raise outcome["error"]
+    yield None, outcome["result"]
 
 
 def serve_endpoints(ctx: DemoContext) -> None:

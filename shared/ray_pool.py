@@ -7,7 +7,8 @@ process. What travels:
 
 - arguments: plain values; uploaded files (``Path``s under the temp folder) travel as bytes with their names, so a
   replica on another node reads the same file;
-- progress: the replica streams ``callback(step, total)`` calls back while the pipeline runs;
+- progress and partial answers: the replica streams ``callback(step, total)`` and ``on_text(text)`` calls back while
+  the pipeline runs;
 - errors: a ``DemoHubError`` (bad input, missing weights) comes back as itself, the same sentence as in process;
   anything else is a server-side error (the hub logs it under an error id);
 - a replica that dies mid-call: Serve restarts it and the call is retried on a live replica (pipeline calls are
@@ -294,8 +295,9 @@ class PipelineReplica:
         value = getattr(self.pipeline, name)
         return Reply("method", None) if callable(value) else Reply("value", value)
 
-    def stream(self, method: str, args: tuple, kwargs: dict, progress: bool) -> Iterator[Reply]:
-        """Run ``pipeline.<method>(*args, **kwargs)``, yielding its progress (when asked) and then its answer."""
+    def stream(self, method: str, args: tuple, kwargs: dict, progress: bool, text: bool = False) -> Iterator[Reply]:
+        """Run ``pipeline.<method>(*args, **kwargs)``, yielding its progress and its partial texts (``on_text``) when
+        asked, and then its answer."""
         if self.error is not None:
             yield Reply("error", self.error)
             return
@@ -304,6 +306,8 @@ class PipelineReplica:
             args, kwargs = unship(args, Path(folder)), unship(kwargs, Path(folder))
             if progress:
                 kwargs["callback"] = lambda step, total: replies.put(Reply("progress", (step, total)))
+            if text:
+                kwargs["on_text"] = lambda partial: replies.put(Reply("text", partial))
 
             def run() -> None:
                 try:
@@ -322,12 +326,15 @@ class PipelineReplica:
                 if reply.kind == "crash":
                     raise reply.value
                 yield reply
-                if reply.kind != "progress":
+                if reply.kind not in STREAMED:
                     break
             worker.join()
 
 
 # ---------------------------------------------------------------- the hub side
+
+
+STREAMED = ("progress", "text")  # replies a call streams before its answer
 
 
 class ModelServerUnavailable(DemoHubError):
@@ -381,16 +388,18 @@ class RemotePipeline(Pipeline):
 
     def _call(self, method: str, args: tuple, kwargs: dict) -> Any:
         self._wait_ready()
-        callback = kwargs.pop("callback", None)
+        callback, on_text = kwargs.pop("callback", None), kwargs.pop("on_text", None)
         args, kwargs = ship(args), ship(kwargs)
         from ray.exceptions import RayActorError  # ActorDiedError, ActorUnavailableError: the replica is gone
 
         for attempt in range(1, ATTEMPTS + 1):
             try:
                 for reply in self._handle.options(stream=True).stream.remote(method, args, kwargs,
-                                                                            callback is not None):
+                                                                            callback is not None, on_text is not None):
                     if reply.kind == "progress":
                         callback(*reply.value)
+                    elif reply.kind == "text":
+                        on_text(reply.value)
                     elif reply.kind == "error":
                         raise reply.value
                     else:

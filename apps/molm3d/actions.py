@@ -113,20 +113,21 @@ def show(smiles: str | None, sdf: str | None = None, seed: int | None = DEFAULT_
 
 def answer(ctx: DemoContext, view: MoleculeView, task: str | None, question: str | None = "",
            weights_name: str | None = None, callback: Callback | None = None, on_download=None,
-           decoding: str = "official") -> MoLM3DOutput:
-    """The model's answer about a molecule already shown. The request is checked before the weights are loaded (or
-    downloaded)."""
+           decoding: str = "official", on_text=None) -> MoLM3DOutput:
+    """The model's answer about a molecule already shown (``on_text``: the answer so far, as it grows). The request
+    is checked before the weights are loaded (or downloaded)."""
     checks.check_inputs(view.conformer, question, task, seed=view.seed, decoding=decoding)
     with ctx.compute(weights_name, on_download) as pipe:
-        return pipe(view.conformer, question, task, seed=view.seed, decoding=decoding, callback=callback)
+        return pipe(view.conformer, question, task, seed=view.seed, decoding=decoding, callback=callback,
+                    on_text=on_text)
 
 
 def ask(ctx: DemoContext, smiles: str | None, sdf: str | None, task: str | None, question: str | None = "",
         weights_name: str | None = None, seed: int | None = DEFAULT_SEED, callback: Callback | None = None,
-        on_download=None, decoding: str = "official") -> tuple[MoleculeView, MoLM3DOutput]:
+        on_download=None, decoding: str = "official", on_text=None) -> tuple[MoleculeView, MoLM3DOutput]:
     """Views plus the model's answer; everything is checked first."""
     view = _view(check_ask(smiles, sdf, task, question, weights_name, seed, decoding))
-    return view, answer(ctx, view, task, question, weights_name, callback, on_download, decoding)
+    return view, answer(ctx, view, task, question, weights_name, callback, on_download, decoding, on_text)
 
 
 # -- display ---------------------------------------------------------------------------------------------------
@@ -134,6 +135,11 @@ def ask(ctx: DemoContext, smiles: str | None, sdf: str | None, task: str | None,
 
 def _with_unit(number: str, unit: str) -> str:
     return f"{number} {unit}" if unit else number
+
+
+def partial_markdown(text: str) -> str:
+    """The answer while it is written: the best text so far, marked as unfinished."""
+    return f"**3D-MoLM, writing:** {html.escape(text)} ▍"
 
 
 def answer_markdown(answer: MoLM3DOutput) -> str:

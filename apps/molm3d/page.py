@@ -65,12 +65,14 @@ def build(ctx: DemoContext) -> gr.Blocks:
 
         @ui.model_call
         def ask_with_views(smiles, sdf, task, question, weights_name, seed, decoding, progress=gr.Progress()):
+            """Streams the answer as it is written (every few words), then the views, the table and the answer."""
             progress(0, desc="Loading 3D-MoLM (the first time takes a while: ~14 GB)")
-            view, answer = actions.ask(
-                ctx, smiles, sdf, task, question, weights_name, seed,
-                callback=lambda step, total: progress((step, total), desc="Generating the answer", unit="steps"),
-                on_download=ui.download_progress(progress), decoding=decoding)
-            return actions.page_outputs(view, answer)
+            for partial, done in ui.streamed(lambda on_text: actions.ask(
+                    ctx, smiles, sdf, task, question, weights_name, seed,
+                    callback=lambda step, total: progress((step, total), desc="Generating the answer", unit="steps"),
+                    on_download=ui.download_progress(progress), decoding=decoding, on_text=on_text)):
+                yield (*[gr.skip()] * len(shown), actions.partial_markdown(partial)) if done is None else \
+                    actions.page_outputs(*done)
 
         shown = [o["depiction"], o["viewer"], table, o["info"]]
         view_inputs = [i["smiles"], i["sdf"], i["seed"]]

@@ -18,6 +18,7 @@ one padded ``generate`` and returns a tuple of them, one per molecule, each the 
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -89,6 +90,26 @@ class _StepCounter:
         return scores
 
 
+class _PartialText:
+    """A logits processor that reads: every ``every`` new tokens it decodes each molecule's best running sequence so
+    far (the first of its ``beams`` rows: transformers keeps a molecule's running beams sorted by score) and gives
+    ``on_text`` the text (``single``) or a tuple of texts, one per molecule, so a reader sees the answers grow."""
+
+    def __init__(self, tokenizer, on_text: Callable[[Any], None], every: int, beams: int, single: bool):
+        self.tokenizer, self.on_text, self.every, self.beams, self.single = tokenizer, on_text, every, beams, single
+        self.steps = 0
+
+    def __call__(self, input_ids: torch.Tensor, scores: torch.Tensor) -> torch.Tensor:
+        self.steps += 1
+        if input_ids.shape[1] and self.steps % self.every == 0:  # the prompt is embeddings: ids are the answer
+            texts = tuple(self.tokenizer.decode(row.tolist()) for row in input_ids[::self.beams])
+            self.on_text(texts[0] if self.single else texts)
+        return scores
+
+
+STREAM_EVERY = 4  # new tokens between two partial texts: a few words, a redraw a CPU second or so
+
+
 class MoLM3DPipeline(Pipeline):
     """Uni-Mol -> Q-Former -> 8 ``<mol>`` embeddings in a Llama-2 prompt (LoRA merged) -> 5-beam answer."""
 
@@ -137,33 +158,36 @@ class MoLM3DPipeline(Pipeline):
     def __call__(self, molecule, question: str | None = None, task: str | None = None, *,
                  seed: int | None = conf.DEFAULT_SEED, decoding: str = "official", num_beams: int | None = None,
                  max_new_tokens: int | None = None, min_new_tokens: int | None = None,
-                 callback: Callback | None = None) -> MoLM3DOutput:
+                 callback: Callback | None = None, on_text: Callable[[str], None] | None = None) -> MoLM3DOutput:
         """Answer ``question`` (or the ``task``'s instruction) about one molecule; ``answer_batch`` for a list.
 
         Decoding follows the official evaluation (5 beams, repetition penalty 1.2, length penalty 0.8, per-task
         token limits) unless overridden; ``decoding="fast"`` is greedy (one beam), the rest unchanged.
         ``callback(step, total)``: one step for the conformer, then one per generated token; ``total`` = 1 +
         ``max_new_tokens``, and the last call is ``(total, total)`` even when the
-        answer ends early.
+        answer ends early. ``on_text(text)``: the best answer so far, every ``STREAM_EVERY`` new tokens (the
+        returned output holds the final one).
         """
         inputs = self.check_inputs(molecule, question, task, seed=seed, decoding=decoding, num_beams=num_beams,
                                    max_new_tokens=max_new_tokens, min_new_tokens=min_new_tokens)
-        return self._answer(inputs, callback)[0]
+        return self._answer(inputs, callback, on_text)[0]
 
     def answer_batch(self, molecules, question: str | None = None, task: str | None = None, *,
                      seed: int | None = conf.DEFAULT_SEED, decoding: str = "official", num_beams: int | None = None,
                      max_new_tokens: int | None = None, min_new_tokens: int | None = None,
-                     callback: Callback | None = None) -> tuple[MoLM3DOutput, ...]:
+                     callback: Callback | None = None, on_text: Callable[[Any], None] | None = None,
+                     ) -> tuple[MoLM3DOutput, ...]:
         """``__call__`` for a list of 1 to ``MAX_BATCH`` molecules, one padded ``generate`` for all: one
         ``MoLM3DOutput`` per molecule, in order, each what ``__call__`` gives for that molecule alone.
         ``callback``: one step per conformer built, then one per generated token; ``total`` = molecules +
-        ``max_new_tokens``."""
+        ``max_new_tokens``. ``on_text``: a tuple of the answers so far, one per molecule."""
         inputs = self.check_inputs(molecules, question, task, seed=seed, decoding=decoding, num_beams=num_beams,
                                    max_new_tokens=max_new_tokens, min_new_tokens=min_new_tokens, batch=True)
-        return self._answer(inputs, callback)
+        return self._answer(inputs, callback, on_text)
 
     @torch.no_grad()
-    def _answer(self, inputs: MoLM3DInputs, callback: Callback | None) -> tuple[MoLM3DOutput, ...]:
+    def _answer(self, inputs: MoLM3DInputs, callback: Callback | None,
+                on_text: Callable[[Any], None] | None = None) -> tuple[MoLM3DOutput, ...]:
         """The model's answers for checked inputs, one per molecule (``__call__`` and ``answer_batch``)."""
         from transformers import LogitsProcessorList, RepetitionPenaltyLogitsProcessor
 
@@ -188,6 +212,8 @@ class MoLM3DPipeline(Pipeline):
         # upstream), and transformers 5's own ``repetition_penalty`` would skip as many ids as a row has left
         # padding, wrongly exempting a padded row's first generated tokens (batch != single).
         processors = [RepetitionPenaltyLogitsProcessor(EVAL_DECODING["repetition_penalty"]), _StepCounter(advance)]
+        if on_text is not None:
+            processors.append(_PartialText(self.tokenizer, on_text, STREAM_EVERY, inputs.num_beams, inputs.single))
         out = self.llm.generate(
             inputs_embeds=embeds, attention_mask=mask, do_sample=False,
             num_beams=inputs.num_beams, length_penalty=EVAL_DECODING["length_penalty"],

@@ -33,9 +33,12 @@ try:
     st.markdown(view.info)
     answer = None
     if ask:
-        bar, step = progress("Generating the answer (5-beam search)")
-        answer = actions.answer(ctx, view, task, question, weights_name, callback=step, decoding=decoding)
+        bar, step = progress("Generating the answer")
+        writing = st.empty()  # the answer as it is written, every few words
+        answer = actions.answer(ctx, view, task, question, weights_name, callback=step, decoding=decoding,
+                                on_text=lambda text: writing.markdown(actions.partial_markdown(text)))
         bar.empty()
+        writing.empty()
         st.subheader("3D-MoLM")
         st.write(answer.text)
         for note in answer.notes:

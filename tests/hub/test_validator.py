@@ -102,3 +102,30 @@ def test_serving_refuses_a_name_gradio_would_silently_change():
     with gr.Blocks(), pytest.raises(ValueError, match="taken"):
         gr.Button().click(repeat, gr.Textbox(), gr.Textbox())  # takes the api_name "repeat"
         ui.serve_endpoint(DemoContext(apps.get_demo("prax")), REPEAT)
+
+
+def test_streamed_gives_partials_in_order_then_the_result_and_raises_the_workers_error():
+    """ui.streamed: what a generator handler shows while a model writes (3D-MoLM's answer as it grows)."""
+    import contextvars
+
+    marker = contextvars.ContextVar("marker", default="none")
+    marker.set("event")
+    seen = []
+
+    def run(on_partial):
+        seen.append(marker.get())  # the worker runs in the event's context (gr.Progress reads it)
+        for word in ("a", "a b", "a b c"):
+            on_partial(word)
+        return "done"
+
+    assert list(ui.streamed(run)) == [("a", None), ("a b", None), ("a b c", None), (None, "done")]
+    assert seen == ["event"]
+
+    def fails(on_partial):
+        on_partial("half")
+        raise ValueError("the model failed")
+
+    stream = ui.streamed(fails)
+    assert next(stream) == ("half", None)
+    with pytest.raises(ValueError, match="the model failed"):
+        next(stream)

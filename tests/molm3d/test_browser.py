@@ -74,3 +74,29 @@ def test_viewer_in_chromium(browser, page_url):
     toast.wait_for(timeout=20_000)
     pg.close()
     assert errors == []
+
+
+def test_the_answer_is_shown_as_it_is_written_then_whole(browser, tiny_as_bundled, tmp_path, monkeypatch):
+    """With (tiny) weights the answer appears while it is written ("3D-MoLM, writing: ..." every few words, read by
+    a MutationObserver), then the whole answer replaces it."""
+    monkeypatch.setenv("GRADIO_TEMP_DIR", str(tmp_path / "gradio"))
+    from apps.molm3d.page import build
+    from apps.ui import theme
+
+    demo = build(DemoContext(DEMO, ModelPool(budget_bytes=10**9)))
+    _, url, _ = demo.launch(server_port=free_port(), prevent_thread_lock=True, theme=theme(), quiet=True)
+    try:
+        pg = browser.new_page(viewport={"width": 720, "height": 1000})
+        pg.goto(url)
+        pg.wait_for_selector(".molm3d-viewer svg circle", timeout=30_000)
+        pg.evaluate("""() => { window.writing = new Set(); new MutationObserver(() => {
+            const found = document.body.innerText.match(/3D-MoLM, writing:[^\\n]*/);
+            if (found) window.writing.add(found[0]); }).observe(document.body,
+            {subtree: true, childList: true, characterData: true}); }""")
+        pg.get_by_role("button", name="Ask 3D-MoLM").click()
+        pg.wait_for_function("document.body.innerText.includes('Instruction:')", timeout=60_000)
+        assert pg.evaluate("() => window.writing.size") >= 2  # the text grew in more than one step
+        assert "writing:" not in pg.locator("body").inner_text()  # the whole answer replaced it
+        pg.close()
+    finally:
+        demo.close()

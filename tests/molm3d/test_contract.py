@@ -137,6 +137,26 @@ def test_check_inputs_returns_normalised_inputs(no_weights):
 # -- __call__ ------------------------------------------------------------------------------------------------------
 
 
+def test_the_answer_so_far_is_given_every_few_tokens(tiny_pipe):
+    """on_text: every STREAM_EVERY new tokens the best text so far; with one beam each is the start of the answer
+    (tokens are only appended), with five beams the best running beam's text (it may change its mind)."""
+    from apps.molm3d.pipeline import STREAM_EVERY
+
+    texts = []
+    out = tiny_pipe(ASPIRIN, task="logp", decoding="fast", max_new_tokens=12, min_new_tokens=12, on_text=texts.append)
+    # the processor runs before each new token: at steps 4, 8 and 12 the answer holds 3, 7 and 11 tokens
+    assert len(texts) == 12 // STREAM_EVERY and out.text not in texts
+    assert all(out.text.startswith(t) for t in texts) and len(set(texts)) == len(texts), (texts, out.text)
+    beams = []
+    official = tiny_pipe(ASPIRIN, task="logp", max_new_tokens=12, min_new_tokens=12, on_text=beams.append)
+    assert len(beams) == len(texts) and official.text and all(isinstance(t, str) and t for t in beams)
+    both = []
+    answers = tiny_pipe.answer_batch([ASPIRIN, "CCO"], task="logp", decoding="fast", max_new_tokens=12,
+                                     min_new_tokens=12, on_text=both.append)
+    assert len(both) == 3 and all(len(pair) == 2 for pair in both)
+    assert [p[0] for p in both] == texts and all(answers[1].text.startswith(p[1]) for p in both)
+
+
 def test_fast_decoding_is_one_beam_with_the_official_penalties_and_says_so(tiny_pipe):
     """decoding="fast": greedy, the rest of the official settings unchanged (the same answer as num_beams=1), and the
     answer's notes say the answer may differ; the official decoding stays the default and adds no note."""

@@ -113,6 +113,17 @@ def test_prax_gives_the_in_process_answer_and_streams_progress(pool):
     assert type(remote) is type(expected)
 
 
+def test_molm3d_streams_its_answer_so_far_and_gives_the_in_process_answer(pool):
+    """A pipeline's ``on_text`` (3D-MoLM's answer as it grows) comes back from the replica as it runs."""
+    texts = []
+    request = dict(task="logp", decoding="fast", max_new_tokens=8, min_new_tokens=8)
+    with context(pool, "molm3d").compute() as pipe:
+        remote = pipe("CC(=O)Oc1ccccc1C(=O)O", on_text=texts.append, **request)
+    expected = local("molm3d", "generalist")("CC(=O)Oc1ccccc1C(=O)O", **request)
+    assert remote.to_dict() == expected.to_dict()
+    assert len(texts) == 2 and all(expected.text.startswith(t) for t in texts)
+
+
 def test_tag2text_reads_the_uploaded_file_and_keeps_its_name(pool, tmp_path):
     upload = tmp_path / "red square.png"
     Image.new("RGB", (90, 70), (200, 30, 30)).save(upload)
