@@ -214,9 +214,10 @@ class MoLM3DPipeline(Pipeline):
         processors = [RepetitionPenaltyLogitsProcessor(EVAL_DECODING["repetition_penalty"]), _StepCounter(advance)]
         if on_text is not None:
             processors.append(_PartialText(self.tokenizer, on_text, STREAM_EVERY, inputs.num_beams, inputs.single))
+        beams = {"num_beams": inputs.num_beams, "length_penalty": EVAL_DECODING["length_penalty"]} \
+            if inputs.num_beams > 1 else {"num_beams": 1}  # greedy: no length penalty to apply
         out = self.llm.generate(
-            inputs_embeds=embeds, attention_mask=mask, do_sample=False,
-            num_beams=inputs.num_beams, length_penalty=EVAL_DECODING["length_penalty"],
+            inputs_embeds=embeds, attention_mask=mask, do_sample=False, **beams,
             logits_processor=LogitsProcessorList(processors),
             max_new_tokens=inputs.max_new_tokens, min_new_tokens=inputs.min_new_tokens,
             eos_token_id=self.tokenizer.eos_token_id, pad_token_id=self.tokenizer.pad_token_id,
