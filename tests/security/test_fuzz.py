@@ -235,16 +235,20 @@ def test_4_explicit_hydrogens_and_endless_embeddings_are_bounded(warm_hub):
     assert not answer.ok and "98,001 characters long" in answer.message and seconds < HONEST_BUDGET
     answer = raw.call(warm_hub.url, "molecule_properties", ["C" + ".[H][H]" * 32, 42])
     assert not answer.ok and "33 disconnected fragments" in answer.message
-    slow = "C" * 256  # within every input limit; RDKit's embedding takes ~40 s here: stopped at 30 s
+    slow = "C" * 256  # within every input limit; RDKit's embedding takes 25-40 s on a 2-core machine
     with HonestVisitor(warm_hub.url) as honest:
         with concurrent.futures.ThreadPoolExecutor(1) as pool:
+            started = time.monotonic()
             pending = pool.submit(raw.call, warm_hub.url, "molecule_properties", [slow, 42])
             time.sleep(2)
             honest_molecule, seconds, _ = peak_growth(warm_hub, lambda: raw.call(warm_hub.url, "molecule_properties",
                                                                                  ["CCO", 42]))
             assert honest_molecule.ok and honest_molecule.data[0]["formula"] == "C2H6O" and seconds < 10
             answer = pending.result(timeout=TIME_BUDGET + 20)
-    assert not answer.ok and "took over 30 s, so it was stopped" in answer.message
+            elapsed = time.monotonic() - started
+    # Bounded either way: answered within the 30 s budget (a fast machine), or stopped at it with the sentence.
+    assert (answer.ok and elapsed < 35) or (
+        not answer.ok and "took over 30 s, so it was stopped" in answer.message), (answer, elapsed)
     honest.check()
 
 
