@@ -9,6 +9,7 @@ with an error id (``install``); no event can show a library's words.
 
 from __future__ import annotations
 
+import inspect
 import math
 from collections.abc import Callable
 from typing import Any
@@ -128,6 +129,24 @@ def _is_unicode(text: str) -> bool:
     return True
 
 
+def with_defaults(block_fn: Any, inputs: Any) -> Any:
+    """An event's inputs with the trailing ones a raw request left out filled with the defaults of its function's
+    signature (a named endpoint's declared defaults; its validator carries the same signature), so an endpoint that
+    gains an optional input keeps answering callers that do not send it (gradio_client and MCP fill them in already).
+    A function whose parameters are not one per input (a page event's), or that has no default for one left out,
+    keeps the sentence that says how many values the event takes."""
+    if not isinstance(inputs, list) or len(inputs) >= len(block_fn.inputs) or block_fn.fn is None:
+        return inputs
+    try:
+        parameters = list(inspect.signature(block_fn.fn).parameters.values())
+    except (TypeError, ValueError):
+        return inputs
+    missing = parameters[len(inputs):]
+    if len(parameters) != len(block_fn.inputs) or any(p.default is inspect.Parameter.empty for p in missing):
+        return inputs
+    return [*inputs, *(p.default for p in missing)]
+
+
 def inputs_problem(block_fn: Any, inputs: list, state: Any = None) -> str | None:
     """The first thing wrong with an event's ``inputs`` (one value per input component), or None. A component this
     session changed (new choices, say) is read from the session's ``state``, as Gradio reads it."""
@@ -161,6 +180,7 @@ def install(blocks: Any, sentences: Callable[[Callable], Callable], toasts: Call
 
     def checked(read):
         async def checked_preprocess_data(block_fn, inputs, state, explicit_call=False):
+            inputs = with_defaults(block_fn, inputs)
             problem = inputs_problem(block_fn, inputs, state)
             if problem:
                 raise gr.Error(problem, print_exception=False)

@@ -9,7 +9,7 @@ from types import SimpleNamespace
 import gradio as gr
 import pytest
 
-from apps.event_inputs import MAX_DEPTH, NOT_UNICODE, TOO_FEW, inputs_problem, value_problem
+from apps.event_inputs import MAX_DEPTH, NOT_UNICODE, TOO_FEW, inputs_problem, value_problem, with_defaults
 
 
 @pytest.mark.parametrize(("component", "value", "expected"), [
@@ -76,3 +76,28 @@ def test_a_component_this_session_changed_is_read_from_the_session():
     assert inputs_problem(fn, [[0]]).startswith("“Examples” has no choices")
     session_copy = gr.CheckboxGroup(choices=[("ab +", 0)], label="Examples")
     assert inputs_problem(fn, [[0]], state={listed._id: session_copy}) is None
+
+
+def test_left_out_trailing_inputs_take_the_functions_defaults_where_it_declares_them():
+    """An endpoint that gains an optional input (3D-MoLM's ``decoding``) keeps answering raw callers that send the
+    old number of values; a function without a default for a value left out, or a page event's (whose parameters
+    are not one per input), keeps the sentence."""
+    def ask(smiles, question="", decoding="official"):
+        return smiles
+
+    def strict(smiles, question):
+        return smiles
+
+    def page_event(smiles, question="", progress=None, extra=None):
+        return smiles
+
+    inputs = [gr.Textbox(label="smiles"), gr.Textbox(label="question"), gr.Radio(["official", "fast"])]
+    fn = SimpleNamespace(inputs=inputs, component_prop_inputs=[], fn=ask)
+    assert with_defaults(fn, ["CCO"]) == ["CCO", "", "official"]
+    assert with_defaults(fn, ["CCO", "logp", "fast"]) == ["CCO", "logp", "fast"]
+    assert inputs_problem(fn, with_defaults(fn, ["CCO", "logp"])) is None
+    two = SimpleNamespace(inputs=inputs[:2], component_prop_inputs=[], fn=strict)
+    assert inputs_problem(two, with_defaults(two, ["CCO"])) == TOO_FEW.format(wanted=2, got=1)
+    page = SimpleNamespace(inputs=inputs[:2], component_prop_inputs=[], fn=page_event)
+    assert with_defaults(page, ["CCO"]) == ["CCO"]
+    assert with_defaults(SimpleNamespace(inputs=inputs, fn=ask), "not a list") == "not a list"

@@ -234,9 +234,10 @@ def declared_mert_form_app():
     streamlit_forms.render("mert")
 
 
-def test_a_one_function_form_renders_its_fields_and_says_what_is_missing(offline, pool):
+def test_a_one_function_form_renders_its_fields_and_says_what_is_missing(offline, pool, tmp_path, monkeypatch):
     """MERT's page (one API function, an audio input): the fields of its declaration, the weights' sentence, and a
     run without audio answered with the check's sentence, not an exception."""
+    monkeypatch.setenv("DEMOHUB_CHECKPOINTS", str(tmp_path / "none"))  # whatever an earlier test put there
     at = AppTest.from_function(declared_mert_form_app, default_timeout=120).run()
     assert not at.exception, at.exception
     assert [t.label for t in at.text_input] == ["tasks"] and [n.label for n in at.number_input] == ["window"]
