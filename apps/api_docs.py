@@ -5,6 +5,7 @@ page differs from what this writes."""
 
 from __future__ import annotations
 
+import re
 import sys
 
 import apps
@@ -56,8 +57,7 @@ def readme_order(demos=None) -> list:
 
 def anchor(heading: str) -> str:
     """GitHub's anchor for a Markdown heading: lower case, punctuation dropped, spaces as hyphens."""
-    kept = "".join(c for c in heading.strip().lower() if c.isalnum() or c in " -_")
-    return kept.replace(" ", "-")
+    return re.sub(r"[^\w\- ]", "", heading.strip().lower()).replace(" ", "-")
 
 
 def readme_demos(demos_doc: str) -> str:

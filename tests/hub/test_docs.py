@@ -10,16 +10,12 @@ import pytest
 from PIL import Image
 
 import apps
+from apps.api_docs import anchor
 from shared.weights import REPO_ROOT
 
 README = REPO_ROOT / "README.md"
 DOCS = sorted((REPO_ROOT / "docs").glob("*.md"))
 LINK = re.compile(r"\]\(([^)\s]+)\)|<img src=\"([^\"]+)\"")
-
-
-def slug(heading: str) -> str:
-    """GitHub's anchor for a heading: lower case, punctuation dropped, spaces as hyphens."""
-    return re.sub(r"[^\w\- ]", "", heading.strip().lower()).replace(" ", "-")
 
 
 def local_links(page: Path) -> list[str]:
@@ -35,12 +31,12 @@ def test_the_readme_is_short():
 @pytest.mark.parametrize("page", [README, *DOCS], ids=lambda p: p.relative_to(REPO_ROOT).as_posix())
 def test_every_link_reaches_a_file_and_its_heading(page):
     for link in local_links(page):
-        path, _, anchor = link.partition("#")
+        path, _, fragment = link.partition("#")
         target = (page.parent / path).resolve() if path else page
         assert target.exists(), f"{page.name} links to {link}, which does not exist"
-        if anchor:
+        if fragment:
             headings = re.findall(r"^#+ (.+)$", target.read_text(encoding="utf-8"), re.M)
-            assert anchor in {slug(h) for h in headings}, f"{page.name}: {target.name} has no heading #{anchor}"
+            assert fragment in {anchor(h) for h in headings}, f"{page.name}: {target.name} has no heading #{fragment}"
 
 
 def test_every_docs_page_is_linked_from_the_readme():
