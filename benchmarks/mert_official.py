@@ -40,45 +40,22 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
 RATE, WINDOW, CLIP_SECONDS, TRACK_SECONDS = 24_000, 5.0, 30.0, 180.0
-ENCODER, HEADS = "MERT-v1-95M", "Prediction_Head/best-layer-MERT-v1-95M"  # the Space's layout
 
 
 def official_side(work: Path, official: Path, threads: int) -> dict:
-    """One round of the official path (runs in the official environment; imports nothing of this project)."""
-    import importlib
-
+    """One round of the official path (runs in the official environment; imports nothing of this project but the
+    recorder of its fidelity fixture, which needs only numpy and the official code)."""
     import torch
-    import transformers
 
     torch.set_num_threads(threads)
-    sys.path.insert(0, str(official.parent))
-    modeling = importlib.import_module(f"{official.name}.modeling_MERT")
-    prober = importlib.import_module(f"{official.name}.MTGGenre_head").MLPProberBase
     sys.path.insert(0, str(ROOT))
-    from tests.fixtures.mert.record_official import space_best_layers  # stdlib and numpy only
+    from tests.fixtures.mert.record_official import space_inference
 
-    best = space_best_layers(official / "app.py")
-    model = modeling.MERTModel.from_pretrained(str(work / ENCODER)).eval()
-    processor = transformers.Wav2Vec2FeatureExtractor.from_pretrained(str(work / ENCODER))
-    heads = {}
-    for ckpt in sorted((work / HEADS).glob("*.ckpt")):
-        classes = len(json.loads((work / HEADS / f"{ckpt.stem}.id2class.json").read_text()))
-        heads[ckpt.stem] = prober(d=768, layer=best[ckpt.stem], num_outputs=classes)
-        heads[ckpt.stem].load_state_dict(torch.load(ckpt, weights_only=True)["state_dict"])
-        heads[ckpt.stem].eval()
-
-    def infer(x: np.ndarray) -> dict:  # the Space's model_infernce after torchaudio.load and resampling
-        inputs = processor(torch.from_numpy(x), sampling_rate=RATE, return_tensors="pt")
-        with torch.no_grad():
-            out = model(**inputs, output_hidden_states=True)
-            means = torch.stack(out.hidden_states).squeeze()[1:, :, :].unsqueeze(0).mean(dim=2)
-            return {task: (head(means) if best[task] == "all" else head(means[:, best[task]]))[0].tolist()
-                    for task, head in heads.items()}
-
+    infer, _, _ = space_inference(work, official)
     tracks = np.load(work / "tracks.npz")
     clip, track = tracks["clip"], tracks["track"]
     step = int(WINDOW * RATE)
-    logits = {"clip": infer(clip), "window": infer(track[:step])}  # also the warm-up
+    logits = {"clip": infer(clip)["logits"], "window": infer(track[:step])["logits"]}  # also the warm-up
     start = time.perf_counter()
     infer(clip)
     whole = time.perf_counter() - start
@@ -92,6 +69,7 @@ def write_work(work: Path) -> None:
     """Full-size random MERT-v1-95M and heads in the Space's layout, and the two tracks."""
     from apps.mert.audio import read_audio
     from apps.mert.examples import FOLDER
+    from tests.fixtures.mert.record_official import ENCODER
     from tests.fixtures.tiny_mert import TINY, official_config, write_encoder, write_heads
 
     released = official_config()
