@@ -7,8 +7,6 @@ call does. The named endpoints, the weights banner and the embed section are tho
 
 from __future__ import annotations
 
-import json
-from pathlib import Path
 from typing import Any
 
 import gradio as gr
@@ -16,8 +14,7 @@ import gradio as gr
 from apps import ui
 from shared.api import Endpoint, Input, attribute
 from shared.context import DemoContext
-
-REPO_ROOT = Path(__file__).resolve().parents[1]  # declared example files are named from here
+from shared.weights import REPO_ROOT  # declared example files are named from here
 
 
 def build(ctx: DemoContext) -> gr.Blocks:
@@ -96,14 +93,10 @@ def field_value(i: Input, value: Any) -> Any:
     if i.kind == "file" and value:
         return str(REPO_ROOT / value)
     if i.kind == "records":
-        return records_text(value)
+        return i.as_text(value)
     if i.kind in ("integer", "number") and i.default is None and not i.required:
         return "" if value is None else str(value)
     return value
-
-
-def records_text(records) -> str:
-    return "[\n" + ",\n".join(f"  {json.dumps(record)}" for record in records or ()) + "\n]"
 
 
 def component(i: Input) -> gr.components.Component:
@@ -127,7 +120,7 @@ def component(i: Input) -> gr.components.Component:
         return gr.Audio(sources=["upload", "microphone"], type="filepath", label=i.name)
     if i.kind in ("file", "files"):
         return gr.File(file_count="single" if i.kind == "file" else "multiple", label=i.name)
-    return gr.Code(records_text(value), language="json", label=i.name)  # records: one a line
+    return gr.Code(i.as_text(value), language="json", label=i.name)  # records: one a line
 
 
 def page_value(i: Input, value: Any, defaults: dict[str, Any]) -> Any:

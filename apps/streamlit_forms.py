@@ -4,7 +4,6 @@ API call (``Endpoint.check_call``, ``Endpoint.runner``). No gradio here."""
 
 from __future__ import annotations
 
-import json
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -73,7 +72,7 @@ def field(endpoint: Endpoint, i: Input) -> Any:
         return upload
     if i.kind in ("file", "files"):
         return st.file_uploader(i.name, accept_multiple_files=i.kind == "files", help=i.description, key=key)
-    return st.text_area(i.name, json.dumps(value, indent=1), help=i.description, key=key)  # records
+    return st.text_area(i.name, i.as_text(value), help=i.description, key=key)  # records, one a line
 
 
 def value_of(i: Input, value: Any) -> Any:

@@ -93,6 +93,10 @@ class Input:
             return int(number) if self.kind == "integer" and number.is_integer() else number
         return text
 
+    def as_text(self, value: Any) -> str:
+        """Records as a form's JSON box shows them, one a line (what ``from_text`` reads back)."""
+        return "[\n" + ",\n".join(f"  {json.dumps(record)}" for record in value or ()) + "\n]"
+
     def check(self, value: Any) -> None:
         """The declared kind and limits of ``value``; a ``UserInputError`` naming this input otherwise. What the
         declaration cannot say (a SMILES that parses, a layout's boxes) is the demo's own check's."""
