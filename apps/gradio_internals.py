@@ -8,7 +8,9 @@ names it). Beyond Gradio's public API it changes the internals ``INTERNALS`` lis
   sentence (``apps.event_inputs``);
 - ``SessionState.__init__``: a session's block configs built when first read (``LazyBlockConfigs``);
 - the MCP server's loopback client, tool results and file-input schema (``mcp_lifespan``);
-- a named endpoint's ``BlockFunction`` (its ``validator`` and the ``api_name`` Gradio gave it: ``apps.ui.api``).
+- a named endpoint's ``BlockFunction`` (its ``validator`` and the ``api_name`` Gradio gave it: ``apps.ui.api``);
+- ``App.create_app`` while the hub's pages are built: no app per ``Blocks``, only the one ``launch()`` serves
+  (``apps_at_launch_only``).
 
 ``startup_warning()`` says, when the hub starts, whether the installed Gradio is the tested one and which of these
 internals it lacks, naming what stops working; the hub logs it and goes on (public-API behaviour is unaffected).
@@ -22,7 +24,8 @@ import importlib.util
 import inspect
 import json
 import logging
-from collections.abc import Callable
+import threading
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -66,6 +69,7 @@ INTERNALS = (
     Internal("gradio.mcp", "GradioMCPServer", "_get_or_create_client", "the MCP loopback's login and caller limits"),
     Internal("gradio.mcp", "GradioMCPServer", "postprocess_output_data", "MCP tool results as JSON and images"),
     Internal("gradio.mcp", "GradioMCPServer", "simplify_filedata_schema", "MCP file-input schemas for strict hosts"),
+    Internal("gradio.routes", "App", "create_app", "a quick start (one web app built at launch, none per page)"),
 )
 
 
@@ -81,6 +85,30 @@ def startup_warning() -> str | None:
         return None
     warning = UNTESTED_GRADIO.format(installed=gradio.__version__, tested=TESTED_GRADIO)
     return warning + (f" Missing from this Gradio: {'; '.join(missing)}." if missing else "")
+
+
+@contextlib.contextmanager
+def apps_at_launch_only() -> Iterator[None]:
+    """Build Blocks without the web app Gradio makes for each of them: it builds a FastAPI app (85 routes) at every
+    ``Blocks()`` and every ``with`` block's end, 17 times for the hub (1.1 s of its 4.7 s start on 2 cores), and
+    ``launch()`` builds the one it serves again. Inside this, calls from this thread build none (``blocks.app`` stays
+    None until launch); other threads, and every launch, build theirs as before."""
+    from gradio.routes import App
+
+    original = App.__dict__.get("create_app")
+    if not isinstance(original, staticmethod):  # another Gradio: build the apps as it does (startup_warning says so)
+        yield
+        return
+    building = threading.get_ident()
+
+    def create_app(*args, **kwargs):
+        return None if threading.get_ident() == building else original.__func__(*args, **kwargs)
+
+    App.create_app = staticmethod(create_app)
+    try:
+        yield
+    finally:
+        App.create_app = original
 
 
 def set_delete_cache(blocks, every_and_age: tuple[int, int] | None) -> None:

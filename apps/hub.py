@@ -21,7 +21,7 @@ os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
 
 import gradio as gr  # noqa: E402
 
-from apps import DEMOS, serving, ui  # noqa: E402
+from apps import DEMOS, gradio_internals, serving, ui  # noqa: E402
 from apps import catalog as papers  # noqa: E402
 from apps.settings import ServeSettings, add_arguments, from_args  # noqa: E402
 from apps.ui import look, notice  # noqa: E402
@@ -62,7 +62,7 @@ def _failure(error: BaseException) -> str:
 
 
 def render_page(page: PageResult, ctx: DemoContext) -> None:
-    """Build the page inside the current route (a nested Blocks: no app of its own, so the hub starts faster)."""
+    """Build the page inside the current route."""
     if page.status == "ready":
         try:
             page.module.build(ctx)
@@ -146,6 +146,12 @@ def check_catalog(ctx: None, query: str, only_demos: bool) -> None:
 
 
 def build_hub(pool: ModelPool | None = None, settings: ServeSettings | None = None) -> gr.Blocks:
+    """The hub's Blocks: landing page and catalog, a route per demo. No web app is built until launch."""
+    with gradio_internals.apps_at_launch_only():
+        return _build_hub(pool, settings)
+
+
+def _build_hub(pool: ModelPool | None, settings: ServeSettings | None) -> gr.Blocks:
     pool = pool or default_pool()
     settings = settings or ServeSettings()
     pages = [import_page(demo) for demo in DEMOS]

@@ -371,8 +371,9 @@ def launch(blocks, settings: ServeSettings, stats: Callable[[], dict], *, preven
         log.warning(MCP_OFF_NO_PACKAGE)
         settings = replace(settings, mcp=False)
     gradio_internals.set_delete_cache(blocks, settings.delete_cache_pair)
-    blocks.queue(max_size=settings.queue_size, api_open=False,  # api_open=True would let /run/* skip the queue
-                 default_concurrency_limit=settings.demo_concurrency)
+    with gradio_internals.apps_at_launch_only():  # launch builds the app it serves
+        blocks.queue(max_size=settings.queue_size, api_open=False,  # api_open=True would let /run/* skip the queue
+                     default_concurrency_limit=settings.demo_concurrency)
     install_queue_rules(blocks, settings)
     gradio_internals.install_lazy_session_configs()
     event_inputs.install(blocks, user_errors, page_errors)

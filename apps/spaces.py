@@ -15,7 +15,7 @@ import threading
 from dataclasses import dataclass
 from pathlib import Path
 
-from apps import DEMOS, get_demo
+from apps import DEMOS, get_demo, gradio_internals
 from apps.gradio_internals import TESTED_GRADIO
 from shared import weights
 from shared.registry import Demo
@@ -172,7 +172,8 @@ def build_demo_app(demo_id: str):
     ctx = space_settings().context(demo)
     if on_zero_gpu():
         ctx.pipeline()  # ZeroGPU wants models loaded (and moved to cuda) at import time
-    blocks = importlib.import_module(demo.page_module).build(ctx)
+    with gradio_internals.apps_at_launch_only():
+        blocks = importlib.import_module(demo.page_module).build(ctx)
     blocks.demohub_demo = demo  # what launch_demo_app warms up
     return blocks
 

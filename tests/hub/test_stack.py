@@ -87,3 +87,35 @@ def test_a_deep_link_reads_the_configs_gradio_would_have_built(hub_blocks):
     eager[first]["props"]["value"] = "changed"
     assert list(state.components) == [c for c in eager.values() if c]  # same configs, same order
     assert len(state.config_values) == len(eager)
+
+
+def test_the_hub_builds_no_web_app_until_launch(hub_blocks):
+    """Gradio builds a FastAPI app per Blocks (17 for the hub, a second of its start); the built hub has none, and a
+    Blocks built outside the hub's build gets its app as Gradio makes it."""
+    assert hub_blocks.app is None
+    with gradio.Blocks() as plain:
+        gradio.Markdown("plain")
+    assert plain.app is not None and len(plain.app.routes) > 10
+
+
+def test_apps_built_by_another_thread_meanwhile_are_built():
+    """Only the building thread skips the apps: a hub launching in another thread meanwhile gets its app."""
+    import threading
+
+    other = {}
+
+    def build_elsewhere():
+        with gradio.Blocks() as blocks:
+            gradio.Markdown("elsewhere")
+        other["app"] = blocks.app
+
+    with gradio_internals.apps_at_launch_only():
+        with gradio.Blocks() as here:
+            gradio.Markdown("here")
+        thread = threading.Thread(target=build_elsewhere)
+        thread.start()
+        thread.join()
+    assert here.app is None and other["app"] is not None
+    with gradio.Blocks() as after:  # left as it was
+        gradio.Markdown("after")
+    assert after.app is not None
