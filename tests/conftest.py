@@ -169,8 +169,11 @@ def tiny_root(tmp_path_factory):
     ``tests/fixtures/tiny_<demo>.py``'s ``build_default(folder)`` makes it (Tag2Text, 3D-MoLM, GeoDiffusion's
     nuImages 256; PraX's hub runs on its bundled listeners). A new demo is found from its builder: no list here."""
     import apps
+    from shared.context import import_pipeline_class
 
     root = tmp_path_factory.mktemp("tiny-checkpoints")
+    for demo in apps.DEMOS:  # the model code first, under the load lock: a session hub's warm-up may import it now
+        import_pipeline_class(demo)  # (transformers' and diffusers' lazy imports break when two threads run them)
     for demo in apps.DEMOS:
         module = f"tests.fixtures.tiny_{demo.id}"
         builder = getattr(importlib.import_module(module), "build_default", None) if importlib.util.find_spec(
