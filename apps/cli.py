@@ -123,6 +123,7 @@ def cmd_doctor(args: argparse.Namespace) -> int:
         dtype = pick_dtype(device)
         print(f"Device/dtype  {device} / {str(dtype).removeprefix('torch.')}")
         print(f"bf16 on CPU   {cpu_bf16_support().summary(device == 'cpu' and dtype is torch.bfloat16)}")
+        print(f"Quantisation  {_quantize_line()}")
     cache = weights.hf_cache_dir()
     existing = next(p for p in (cache, *cache.parents) if p.exists())
     print(f"HF cache      {cache} ({shutil.disk_usage(existing).free / 1e9:.1f} GB free)")
@@ -138,6 +139,22 @@ def cmd_doctor(args: argparse.Namespace) -> int:
             if st.here:
                 print(f"  {demo.id}/{ws.name} ({st.value}, {weights.pin(demo.id, ws)})")
     return 0
+
+
+def _quantize_line() -> str:
+    """What ``DEMOHUB_QUANTIZE`` does on this machine: each kind tried on a tiny layer, the demos it applies to, and the
+    setting now."""
+    from shared.device import QUANTIZE_MODES, quantize_setting
+    from shared.quantize import unsupported
+
+    kinds = ", ".join(f"{mode} {'runs here' if unsupported(mode) is None else 'cannot run here'}"
+                      for mode in QUANTIZE_MODES[1:])
+    demos = ", ".join(d.id for d in DEMOS if d.quantizes) or "no demo"
+    try:
+        now = quantize_setting()
+    except ValueError as error:
+        now = f"invalid: {error}"
+    return f"{kinds} (weight-only, on a CPU, for {demos}: DEMOHUB_QUANTIZE=int8|int4); now {now}"
 
 
 def _delegate(kind: str, args: argparse.Namespace) -> int:

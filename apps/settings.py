@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from shared.context import DemoContext
+from shared.device import quantize_problem
 from shared.errors import UserInputError
 from shared.pool import ModelPool, default_pool
 from shared.registry import Demo
@@ -198,6 +199,10 @@ def add_arguments(parser: argparse.ArgumentParser, default_port: int | None = 78
 
 
 def from_args(args: argparse.Namespace) -> ServeSettings:
+    """The settings a hub serves under; a DEMOHUB_QUANTIZE this machine cannot run stops it here, in a sentence,
+    before any visitor (the models read it when they load)."""
+    if problem := quantize_problem():
+        raise UserInputError(problem)
     return ServeSettings(
         host=args.host, port=args.port or ServeSettings.port, share=args.share, downloads=args.downloads,
         max_file_size=args.max_file_size, max_request_size=args.max_request_size, read_timeout=args.read_timeout,

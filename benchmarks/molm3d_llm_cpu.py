@@ -1,26 +1,35 @@
 """3D-MoLM on a CPU at full size: the project's own answer path (conformer -> Uni-Mol -> Q-Former queries -> the
-prompt -> the pipeline's decoding) on a Llama-2-7B-shaped language model with random weights, per task kind and
-decoding (issue #28, item 1).
+prompt -> the pipeline's decoding) on a Llama-2-7B-shaped language model with random weights, per task kind, decoding
+and weights option (issue #28, items 1, 2 and 5).
 
-Run: python benchmarks/molm3d_llm_cpu.py [--threads 2] [--dtype bf16]      (about 13.5 GB of RAM in bf16, minutes)
-     python benchmarks/molm3d_llm_cpu.py --smoke                            (tiny sizes: what the tests run)
+Run: python benchmarks/molm3d_llm_cpu.py [--threads 2] [--weights bf16,int8,int4]   (13.5 GB of RAM, half an hour)
+     python benchmarks/molm3d_llm_cpu.py --smoke                                   (tiny sizes: what the tests run)
 
-What it measures, for a description, a property (LogP) and a free question, with the official decoding (5 beams) and
-the fast one (greedy), in one process on the same weights: seconds until the first token is chosen (the conformer,
-the encoder and the prompt's prefill), until the first words are on the page (the first partial text, ``on_text``,
-after ``STREAM_EVERY`` tokens), per new token after the first, and for the whole answer; and the process's peak memory.
-Random weights never choose the end of the answer, so every answer runs to its task's token limit: the whole-answer
-times are the longest an answer takes. The language model has Llama-2-7B's 32 layers of width 4,096 (11,008 in the
-MLP) in ``--dtype``; its vocabulary is the test tokenizer's (a few hundred pieces: the real 32,001 would add 131 M
-parameters to the LM head, 2% of the weights each step reads). Uni-Mol, the Q-Former and the projection are at their
-released sizes in fp32, as the pipeline keeps them.
+Each weights option runs in a process of its own (so each peak memory is its own), on the same random weights (same
+seed): bf16 as released, then ``DEMOHUB_QUANTIZE``'s int8 and int4 (``shared.quantize``: the model is built in bf16,
+then quantised in place, as the pipeline's loader does after merging the LoRA). For a description and a property (LogP),
+with the official decoding (5 beams) and the fast one (greedy), it measures: seconds until the first token is chosen
+(the conformer, the encoder and the prompt's prefill), until the first words are on the page (the first partial text,
+``on_text``, after ``STREAM_EVERY`` tokens), per new token after the first, and for the whole answer; the process's
+peak memory, its resident memory once the model is ready, and the bytes the model pool counts. Agreement with bf16 and
+the official decoding: the answer's text (the same or not), and the top-1 next-token agreement along bf16's official
+answer (teacher-forced: each option's most likely token at each position of that answer, compared with bf16's).
+Random weights never choose the end of the answer, so every answer runs to its task's token limit; they also make the
+top candidates near-ties, so answer-level agreement here is a pessimistic measure. The language model has Llama-2-7B's
+32 layers of width 4,096 (11,008 in the MLP); its vocabulary is the test tokenizer's (a few hundred pieces: the real
+32,001 would add 131 M parameters to the LM head, 2% of the weights each step reads). Uni-Mol, the Q-Former and the
+projection are at their released sizes in fp32, as the pipeline keeps them.
 """
 
 from __future__ import annotations
 
 import argparse
+import ctypes
+import gc
+import json
 import os
 import resource
+import subprocess
 import sys
 import tempfile
 import time
@@ -33,9 +42,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from benchmarks.common import print_table  # noqa: E402
 
 MOLECULE = "CC(=O)Oc1ccccc1C(=O)O"  # aspirin
-REQUESTS = {"description": dict(task="caption"), "property (LogP)": dict(task="logp"),
-            "free question": dict(task="description", question="Is this molecule soluble in water?")}
+REQUESTS = {"description": dict(task="caption"), "property (LogP)": dict(task="logp")}
 DTYPES = {"bf16": torch.bfloat16, "fp32": torch.float32}
+WEIGHTS = ("bf16", "int8", "int4")  # the released dtype (--dtype), then DEMOHUB_QUANTIZE's options
 
 
 def build_pipeline(smoke: bool, dtype: torch.dtype, folder: Path):
@@ -70,8 +79,8 @@ def build_pipeline(smoke: bool, dtype: torch.dtype, folder: Path):
     return MoLM3DPipeline(encoder, llm, tokenizer, "cpu", dtype)
 
 
-def measure(pipe, request: dict, decoding: str) -> dict[str, float]:
-    """One answer: when its first token was chosen, when its first words showed, its length and its time."""
+def measure(pipe, request: dict, decoding: str) -> dict:
+    """One answer: when its first token was chosen, when its first words showed, its length, time and text."""
     marks: dict[str, float] = {}
     start = time.perf_counter()
 
@@ -83,43 +92,131 @@ def measure(pipe, request: dict, decoding: str) -> dict[str, float]:
     def partial(text: str) -> None:
         marks.setdefault("first words", time.perf_counter() - start)
 
-    pipe(MOLECULE, decoding=decoding, callback=progress, on_text=partial, **request)
+    out = pipe(MOLECULE, decoding=decoding, callback=progress, on_text=partial, **request)
     whole = time.perf_counter() - start
     tokens = int(marks.get("tokens", 0))
     per_token = (whole - marks["first token"]) / max(1, tokens - 1)
     return {"first token": marks["first token"], "first words": marks.get("first words", whole),
-            "per token": per_token, "tokens": tokens, "whole": whole}
+            "per token": per_token, "tokens": tokens, "whole": whole, "text": out.text}
+
+
+@torch.inference_mode()
+def top1_along(pipe, request: dict, answer: str) -> list[int]:
+    """The model's most likely next token at each position of ``answer`` (teacher-forced after the prompt)."""
+    from apps.molm3d.pipeline import build_prompt, conf
+
+    inputs = pipe.check_inputs(MOLECULE, **request)
+    confs = [conf.featurize(inputs.molecules[0], seed=inputs.seed)]
+    embeds, mask = pipe._inputs(confs, [build_prompt(inputs.instruction, confs[0].smiles)])
+    ids = torch.tensor([pipe.tokenizer.encode(answer)[:64]])
+    answer_embeds = pipe.llm.get_input_embeddings()(ids).to(embeds.dtype)
+    logits = pipe.llm(inputs_embeds=torch.cat([embeds, answer_embeds], 1),
+                      attention_mask=torch.cat([mask, torch.ones_like(ids)], 1)).logits[0]
+    prompt = embeds.shape[1]
+    return logits[prompt - 1:prompt - 1 + ids.shape[1]].argmax(-1).tolist()
+
+
+def resident_bytes() -> int:
+    """This process's resident memory now, after returning freed memory to the system."""
+    gc.collect()
+    try:
+        ctypes.CDLL("libc.so.6").malloc_trim(0)
+    except (OSError, AttributeError):
+        pass
+    with open("/proc/self/statm") as statm:
+        return int(statm.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+
+
+def run_option(args: argparse.Namespace) -> dict:
+    """One weights option in this process: build, quantise, measure; the reference answers come from bf16's run."""
+    from shared.pool import estimate_bytes
+    from shared.quantize import quantize_linears
+
+    torch.set_num_threads(args.threads)
+    started = time.perf_counter()
+    reference = json.loads(Path(args.reference).read_text()) if args.reference else {}
+    with tempfile.TemporaryDirectory() as folder:
+        pipe = build_pipeline(args.smoke, DTYPES[args.dtype], Path(folder))
+        built = time.perf_counter() - started
+        if args.one != "bf16":
+            quantize_linears(pipe.llm, args.one)
+        ready = time.perf_counter() - started
+        resident = resident_bytes()
+        pool_bytes = estimate_bytes(pipe.llm)
+        pipe(MOLECULE, task="logp", decoding="fast", max_new_tokens=2, min_new_tokens=2)  # warm-up
+        rows, agree, total = [], 0, 0
+        for kind, request in REQUESTS.items():
+            for decoding in ("official", "fast"):
+                m = measure(pipe, request, decoding)
+                m.update(request=kind, decoding=decoding, load=os.getloadavg()[0])
+                rows.append(m)
+            official = reference.get(kind, {}).get("official") or next(
+                r["text"] for r in rows if r["request"] == kind and r["decoding"] == "official")
+            choices = top1_along(pipe, request, official)
+            if kind in reference:
+                wanted = reference[kind]["top1"]
+                agree, total = agree + sum(a == b for a, b in zip(choices, wanted, strict=True)), total + len(wanted)
+            reference.setdefault(kind, {"official": official, "top1": choices})
+    return {"weights": args.one, "built": built, "ready": ready, "seconds": time.perf_counter() - started,
+            "peak": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024, "resident": resident,
+            "pool bytes": pool_bytes, "rows": rows, "reference": reference,
+            "top1": agree / total if total else None}
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--threads", type=int, default=2)
-    parser.add_argument("--dtype", choices=sorted(DTYPES), default="bf16")
+    parser.add_argument("--dtype", choices=sorted(DTYPES), default="bf16", help="the language model's released dtype")
+    parser.add_argument("--weights", default=",".join(WEIGHTS), help="options to compare, the first is the baseline")
     parser.add_argument("--smoke", action="store_true", help="tiny sizes (the tests' run)")
+    parser.add_argument("--one", choices=WEIGHTS, help=argparse.SUPPRESS)  # a child process: this option alone
+    parser.add_argument("--reference", help=argparse.SUPPRESS)  # the baseline's answers (JSON)
     args = parser.parse_args(argv)
-    torch.set_num_threads(args.threads)
-    load = [os.getloadavg()[0]]
-    started = time.perf_counter()
+    if args.one:
+        print(json.dumps(run_option(args)))
+        return 0
+    options = args.weights.split(",")
+    if not set(options) <= set(WEIGHTS) or options[0] != "bf16":
+        parser.error(f"--weights: options among {', '.join(WEIGHTS)}, the first bf16 (the baseline)")
+    results = []
     with tempfile.TemporaryDirectory() as folder:
-        pipe = build_pipeline(args.smoke, DTYPES[args.dtype], Path(folder))
-        built = time.perf_counter() - started
-        weights = sum(p.numel() * p.element_size() for p in pipe.llm.parameters())
-        pipe(MOLECULE, task="logp", decoding="fast", max_new_tokens=2, min_new_tokens=2)  # warm-up
-        rows = []
-        for kind, request in REQUESTS.items():
-            for decoding in ("official", "fast"):
-                m = measure(pipe, request, decoding)
-                rows.append([kind, decoding, f"{m['first token']:.1f} s", f"{m['first words']:.1f} s",
-                             f"{m['per token']:.2f} s", m["tokens"], f"{m['whole']:.1f} s"])
-                load.append(os.getloadavg()[0])
-    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
-    print(f"Note: 3D-MoLM answer path on CPU, {'smoke-test sizes' if args.smoke else 'Llama-2-7B shape'}, "
-          f"language model {args.dtype} ({weights / 1e9:.2f} GB of weights), torch {torch.__version__}, "
-          f"{args.threads} thread(s); model built in {built:.0f} s; {time.perf_counter() - started:.0f} s in all; "
-          f"peak memory of the process {peak / 2**30:.1f} GiB; load average {' -> '.join(f'{x:.2f}' for x in load)}.")
+        reference = Path(folder) / "reference.json"
+        for option in options:
+            command = [sys.executable, __file__, "--one", option, "--threads", str(args.threads), "--dtype",
+                       args.dtype, *(["--smoke"] if args.smoke else []),
+                       *(["--reference", str(reference)] if results else [])]
+            done = subprocess.run(command, capture_output=True, text=True)
+            if done.returncode:
+                sys.stderr.write(done.stderr)
+                return done.returncode
+            results.append(json.loads(done.stdout.strip().splitlines()[-1]))
+            if len(results) == 1:
+                reference.write_text(json.dumps(results[0]["reference"]))
+    baseline = {(r["request"], r["decoding"]): r for r in results[0]["rows"]}
+    loads = [f"{r['load']:.2f}" for result in results for r in result["rows"]]
+    print(f"Note: 3D-MoLM answer path on CPU, {'smoke-test sizes' if args.smoke else 'Llama-2-7B shape'}, language "
+          f"model released in {args.dtype}, torch {torch.__version__}, {args.threads} thread(s), each option in its "
+          f"own process; load average over the answers {min(loads)}-{max(loads)}.")
     print()
-    print_table(["request", "decoding", "first token chosen", "first words on the page", "per new token",
-                 "new tokens", "whole answer"], rows)
+    print_table(["weights", "model ready (built in bf16, then quantised)", "model bytes the pool counts",
+                 "resident once ready", "peak of the process", "top-1 agreement with bf16 (official answers)"],
+                [[r["weights"], f"{r['ready']:.0f} s ({r['built']:.0f} s + {r['ready'] - r['built']:.0f} s)",
+                  f"{r['pool bytes'] / 1e9:.2f} GB", f"{r['resident'] / 2**30:.1f} GiB",
+                  f"{r['peak'] / 2**30:.1f} GiB", "(baseline)" if r["top1"] is None else f"{r['top1']:.1%}"]
+                 for r in results])
+    print()
+    rows = []
+    for result in results:
+        for r in result["rows"]:
+            base = baseline[(r["request"], r["decoding"])]
+            same = [base["text"] == r["text"], baseline[(r["request"], "official")]["text"] == r["text"]]
+            rows.append([result["weights"], r["request"], r["decoding"], f"{r['first token']:.1f} s",
+                         f"{r['first words']:.1f} s", f"{r['per token']:.2f} s", r["tokens"],
+                         f"{r['whole']:.1f} s", f"{base['whole'] / r['whole']:.2f}×",
+                         " / ".join("yes" if x else "no" for x in same)])
+    print_table(["weights", "request", "decoding", "first token chosen", "first words on the page", "per new token",
+                 "new tokens", "whole answer", "vs bf16, same decoding",
+                 "same answer as bf16: same decoding / official"], rows)
     return 0
 
 

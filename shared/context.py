@@ -28,15 +28,19 @@ def import_pipeline_class(demo: Demo) -> type:
 
 
 def load_pipeline(demo: Demo, ws: WeightSet, folder: Path | None = None) -> Pipeline:
-    """``Pipeline.from_pretrained(folder, device=..., dtype=...)``; without ``folder`` the weights are resolved first,
+    """``Pipeline.from_pretrained(folder, device=..., dtype=...)`` (and ``quantization=`` where the demo takes
+    ``DEMOHUB_QUANTIZE`` and runs on a CPU); without ``folder`` the weights are resolved first,
     downloading if needed (operator commands: eval, benchmarks). Downloads never hold the load lock."""
-    from shared.device import pick_device, pick_dtype
+    from shared.device import pick_device, pick_dtype, quantize_setting
 
     folder = folder or weights.resolve(demo.id, ws, allow_download=True)
     with _LOAD_LOCK:
         device = pick_device()
         dtype = pick_dtype(device, demo.cpu_dtype, demo.gpu_dtype)
-        return demo.pipeline_class().from_pretrained(folder, device=device, dtype=dtype)
+        options = {}
+        if demo.quantizes and device == "cpu" and (mode := quantize_setting()) != "none":
+            options["quantization"] = mode  # DEMOHUB_QUANTIZE: a GPU keeps the released precision
+        return demo.pipeline_class().from_pretrained(folder, device=device, dtype=dtype, **options)
 
 
 @dataclass(eq=False)  # one context is one demo's serving state: compared and hashed by identity

@@ -21,6 +21,33 @@ SHORT_NAMES = {"float32": "fp32", "float16": "fp16", "bfloat16": "bf16"}
 # CPU features that multiply bf16 matrices in hardware, as Linux's /proc/cpuinfo names them: x86 AVX512-BF16 and
 # AMX-BF16, Arm's BF16 extension. Without one, oneDNN emulates bf16 with fp32 instructions plus conversions.
 NATIVE_BF16_FEATURES = ("avx512_bf16", "amx_bf16", "bf16")
+QUANTIZE_MODES = ("none", "int8", "int4")  # DEMOHUB_QUANTIZE: weight-only, on a CPU, for demos that declare it
+
+
+def quantize_setting() -> str:
+    """``DEMOHUB_QUANTIZE`` as one of ``QUANTIZE_MODES`` (unset or empty: "none"; no torch needed); anything else is
+    a ValueError whose message says what to set."""
+    raw = os.environ.get("DEMOHUB_QUANTIZE", "")
+    mode = raw.strip().lower() or "none"
+    if mode not in QUANTIZE_MODES:
+        raise ValueError(f"DEMOHUB_QUANTIZE={raw!r} is not a quantisation this hub knows: set it to int8 or int4 "
+                         "(weight-only, on a CPU), or leave it unset for the released precision.")
+    return mode
+
+
+def quantize_problem() -> str | None:
+    """What is wrong with ``DEMOHUB_QUANTIZE`` here, in a sentence, or None: an unknown value, or a kind this machine's
+    PyTorch cannot run (tried on a tiny layer, so torch is imported only when the operator opted in)."""
+    try:
+        mode = quantize_setting()
+    except ValueError as error:
+        return str(error)
+    if mode == "none":
+        return None
+    from shared.quantize import unsupported
+
+    why = unsupported(mode)
+    return None if why is None else f"DEMOHUB_QUANTIZE={mode} cannot run here: {why}. Unset it, or try the other kind."
 
 
 def pick_device() -> str:

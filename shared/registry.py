@@ -66,6 +66,7 @@ class Demo:
     requirements: tuple[str, ...] = field(default_factory=tuple)
     cpu_dtype: str | None = None  # e.g. "bfloat16" for models too large for fp32 in RAM
     gpu_dtype: str | None = None  # e.g. "float16" where the official weights were released for fp16 inference
+    quantizes: bool = False  # its from_pretrained takes quantization="int8"|"int4" (DEMOHUB_QUANTIZE, on a CPU)
     works_without_weights: str = ""  # what the page does with no weights at all, a short phrase for the hub's card
     about: str = ""  # the README's paragraph on the demo (Markdown): what a visitor does there and gets
     weights_give: str = "the model's answers"  # what its official weights add, for the README's offline table

@@ -45,5 +45,6 @@ DEMO = Demo(
     weights_give="the answers (Llama-2-7B, Uni-Mol, Q-Former + LoRA)",
     embed_height=2370,
     requirements=("transformers>=4.50", "rdkit>=2024.3", "sentencepiece>=0.2"),
+    quantizes=True,  # DEMOHUB_QUANTIZE=int8|int4: the language model's weights on a CPU (shared/quantize.py)
     cpu_dtype="bfloat16",  # a 7B model in fp32 needs ~28 GB of RAM; bf16 halves it
 )

@@ -60,45 +60,21 @@ def resize_for_molm(model, new_size: int, seed: int = 0) -> None:
 
 def load_llama(folder: str | Path, lora: dict[str, torch.Tensor], vocab_size: int, device: str, dtype: torch.dtype,
                quantization: str | None = None, seed: int = 0):
-    """LlamaForCausalLM from the official folder (``.bin`` shards read with ``weights_only=True``), LoRA merged."""
+    """LlamaForCausalLM from the official folder (``.bin`` shards read with ``weights_only=True``), LoRA merged, then,
+    with ``quantization`` ("int8" or "int4", on a CPU), every Linear's weights quantised (``shared.quantize``)."""
     from transformers import LlamaForCausalLM
 
-    model = LlamaForCausalLM.from_pretrained(str(folder), dtype=torch.bfloat16 if quantization else dtype,
-                                             weights_only=True, low_cpu_mem_usage=True)
+    from shared.quantize import quantize_linears
+
+    if quantization and device != "cpu":
+        raise ValueError(f"quantization={quantization!r} runs on a CPU; a GPU loads the released {dtype}")
+    model = LlamaForCausalLM.from_pretrained(str(folder), dtype=dtype, weights_only=True, low_cpu_mem_usage=True)
     resize_for_molm(model, vocab_size, seed)
     merged = merge_lora(model, lora_pairs(lora))
     if merged and merged != len(LORA_TARGETS) * model.config.num_hidden_layers:
         raise ValueError(f"the checkpoint holds LoRA for {merged} modules, expected "
                          f"{len(LORA_TARGETS) * model.config.num_hidden_layers}")
     if quantization:
-        quantize(model, quantization)
+        quantize_linears(model, quantization)  # after the merge: the LoRA is in the quantised weights
     model.to(device)
     return model.eval()
-
-
-def quantize(model, mode: str) -> None:
-    """Swap the decoder Linears for bitsandbytes 8-bit or 4-bit ones (weights quantise when moved to CUDA).
-
-    Untested here: this project's CI has no GPU and bitsandbytes needs CUDA.
-    """
-    if mode not in ("8bit", "4bit"):
-        raise ValueError(f"quantization must be '8bit' or '4bit', not {mode!r}")
-    if not torch.cuda.is_available():
-        raise RuntimeError("8-bit/4-bit loading needs a CUDA GPU (bitsandbytes); load in bf16/fp32 instead.")
-    import bitsandbytes as bnb
-
-    for layer in model.model.layers:
-        for parent in (layer.self_attn, layer.mlp):
-            for name, child in list(parent.named_children()):
-                if not isinstance(child, nn.Linear):
-                    continue
-                w = child.weight.data
-                if mode == "8bit":
-                    new = bnb.nn.Linear8bitLt(child.in_features, child.out_features, bias=False,
-                                              has_fp16_weights=False, threshold=6.0)
-                    new.weight = bnb.nn.Int8Params(w, requires_grad=False, has_fp16_weights=False)
-                else:
-                    new = bnb.nn.Linear4bit(child.in_features, child.out_features, bias=False,
-                                            compute_dtype=torch.bfloat16, quant_type="nf4")
-                    new.weight = bnb.nn.Params4bit(w, requires_grad=False, quant_type="nf4")
-                setattr(parent, name, new)

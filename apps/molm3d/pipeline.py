@@ -124,8 +124,9 @@ class MoLM3DPipeline(Pipeline):
     def from_pretrained(cls, path: str | Path, *, device: str = "cpu", dtype: torch.dtype = torch.float32,
                         quantization: str | None = None, seed: int = 0) -> MoLM3DPipeline:
         """Load from a snapshot folder. ``dtype`` is the LLM's (Uni-Mol, the Q-Former and llm_proj stay fp32);
-        ``quantization`` '8bit'/'4bit' needs CUDA + bitsandbytes (untested here); ``seed`` draws the two new
-        embedding rows."""
+        ``quantization`` "int8"/"int4" quantises the LLM's Linear weights on a CPU after the LoRA merge
+        (``shared.quantize``; ``DEMOHUB_QUANTIZE`` through ``load_pipeline``); ``seed`` draws the two new embedding
+        rows."""
         from apps.molm3d.qformer import MolQFormer, QFormerConfig
         from apps.molm3d.tokenizer import MoLMTokenizer
         from apps.molm3d.unimol import load_unimol

@@ -35,6 +35,18 @@ def test_doctor_offline(tmp_path):
     assert str(tmp_path / "hub") in result.stdout and "GB free" in result.stdout
 
 
+def test_doctor_says_which_quantisation_runs_here_and_serve_refuses_an_unknown_one(tmp_path):
+    """DEMOHUB_QUANTIZE: `doctor` tries each kind on this CPU; a value the hub does not know stops `serve` before it
+    binds a port (a sentence, exit 1), never a crash on the first visitor's model load."""
+    result = run_cli("doctor", tmp_path=tmp_path, DEMOHUB_QUANTIZE="int8")
+    assert ("Quantisation  int8 runs here, int4 runs here (weight-only, on a CPU, for molm3d: "
+            "DEMOHUB_QUANTIZE=int8|int4); now int8") in result.stdout
+    result = run_cli("serve", "--port", str(free_port()), tmp_path=tmp_path, DEMOHUB_QUANTIZE="int3")
+    assert result.returncode == 1 and "Traceback" not in result.stderr
+    assert result.stderr.startswith("demohub: DEMOHUB_QUANTIZE='int3' is not a quantisation this hub knows: set it "
+                                    "to int8 or int4")
+
+
 def test_doctor_tries_the_hub(tmp_path, answering_hub):
     """`doctor` asks the Hub (briefly) instead of only reading HF_HUB_OFFLINE."""
     endpoint = os.environ["HF_ENDPOINT"]

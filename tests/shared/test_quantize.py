@@ -1,0 +1,102 @@
+"""Weight-only int8/int4 Linears (shared/quantize.py) against the arithmetic they stand for, and DEMOHUB_QUANTIZE's
+checks: an unknown value is refused in a sentence when the hub starts."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from torch import nn
+
+from shared import quantize
+from shared.device import quantize_problem, quantize_setting
+from shared.pool import estimate_bytes
+
+
+def explicit_int4(weight: torch.Tensor, group: int) -> torch.Tensor:
+    """The weight an int4 layer stands for: each group's codes 0..15 between its min and max, written out."""
+    n, k = weight.shape
+    grouped = weight.float().reshape(n, k // group, group)
+    low, high = grouped.amin(-1, keepdim=True), grouped.amax(-1, keepdim=True)
+    scale = (high - low) / 15
+    return (torch.round((grouped - low) / scale).clamp(0, 15) * scale + low).reshape(n, k)
+
+
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float32])
+@pytest.mark.parametrize("rows", [1, quantize.FEW_ROWS + 5])  # the packed kernel, and a long prompt's path
+def test_int8_and_int4_layers_compute_what_their_codes_stand_for(dtype, rows):
+    torch.manual_seed(0)
+    linear = nn.Linear(256, 96).to(dtype)
+    x = torch.randn(2, rows, 256, dtype=dtype)
+    int8 = quantize.quantize_linear(linear, "int8")
+    expected = nn.functional.linear(x.float(), int8.dequantized(), linear.bias.float())
+    assert int8(x).shape == (2, rows, 96) and int8(x).dtype == dtype
+    torch.testing.assert_close(int8(x).float(), expected, rtol=2e-2, atol=2e-2)
+    int4 = quantize.quantize_linear(linear, "int4")
+    assert int4.group == 128
+    expected = nn.functional.linear(x.float(), explicit_int4(linear.weight, 128), linear.bias.float())
+    torch.testing.assert_close(int4(x).float(), expected, rtol=2e-2, atol=3e-2)
+    # and both stay near the full-precision layer: int8 well within 1%, int4 within its 4 bits' noise
+    full = linear(x).float()
+    assert (int8(x).float() - full).norm() / full.norm() < 0.01
+    assert (int4(x).float() - full).norm() / full.norm() < 0.1
+
+
+def test_quantizing_a_model_replaces_each_linear_once_and_the_pool_counts_fewer_bytes():
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Embedding(50, 64), nn.Linear(64, 128), nn.ReLU(), nn.Linear(128, 64),
+                          nn.Linear(64, 50, bias=False)).to(torch.bfloat16)
+    model[4].weight = model[0].weight  # tied: the output layer shares the embedding table
+    before = estimate_bytes(model)
+    assert quantize.quantize_linears(model, "int8") == 2
+    assert [type(m).__name__ for m in model] == ["Embedding", "Int8Linear", "ReLU", "Int8Linear", "Linear"]
+    assert model[4].weight is model[0].weight  # a tied Linear is left as it is (no untied second copy)
+    linear_bytes = (64 * 128 + 128 * 64) * 2  # bf16
+    assert estimate_bytes(model) == pytest.approx(before - linear_bytes / 2, rel=0.05)  # 1 byte a weight + scales
+    assert quantize.quantize_linears(model, "none") == 0
+
+
+def test_int4_leaves_a_layer_whose_width_the_kernel_cannot_take():
+    assert quantize.quantize_linear(nn.Linear(48, 16), "int4") is None  # 48 is no multiple of 32
+    assert quantize.quantize_linear(nn.Linear(64, 24), "int4") is None  # 24 outputs: the kernel packs 16
+    assert quantize.quantize_linear(nn.Linear(96, 16), "int4").group == 32
+
+
+def test_the_setting_is_read_without_torch_and_an_unknown_one_is_a_sentence(monkeypatch):
+    monkeypatch.delenv("DEMOHUB_QUANTIZE", raising=False)
+    assert quantize_setting() == "none" and quantize_problem() is None
+    monkeypatch.setenv("DEMOHUB_QUANTIZE", " INT4 ")
+    assert quantize_setting() == "int4" and quantize_problem() is None  # this CPU runs both kinds
+    monkeypatch.setenv("DEMOHUB_QUANTIZE", "int3")
+    assert quantize_problem() == ("DEMOHUB_QUANTIZE='int3' is not a quantisation this hub knows: set it to int8 or "
+                                  "int4 (weight-only, on a CPU), or leave it unset for the released precision.")
+
+
+def test_a_kind_this_pytorch_cannot_run_is_named(monkeypatch):
+    """A PyTorch without the int4 CPU kernel (older builds): the start-up check names it instead of the first
+    visitor's model load failing."""
+    monkeypatch.delattr(torch, "_weight_int4pack_mm_for_cpu")
+    monkeypatch.setenv("DEMOHUB_QUANTIZE", "int4")
+    problem = quantize_problem()
+    assert problem.startswith(f"DEMOHUB_QUANTIZE=int4 cannot run here: this PyTorch ({torch.__version__}) has no "
+                              "int4 CPU kernel for it (AttributeError")
+    assert problem.endswith("Unset it, or try the other kind.")
+    assert quantize.unsupported("int8") is None
+
+
+def test_each_full_precision_weight_is_freed_as_its_layer_is_quantised(monkeypatch):
+    """Quantising holds one layer's full-precision weight at a time, not all of them until the end (a 7B model would
+    hold its bf16 and int8 copies at once)."""
+    import weakref
+
+    model = nn.Sequential(*[nn.Linear(64, 64) for _ in range(4)])
+    weights = [weakref.ref(layer.weight) for layer in model]
+    alive = []
+    original = quantize.quantize_linear
+
+    def watched(linear, mode):
+        alive.append(sum(w() is not None for w in weights))
+        return original(linear, mode)
+
+    monkeypatch.setattr(quantize, "quantize_linear", watched)
+    assert quantize.quantize_linears(model, "int8") == 4
+    assert alive == [4, 3, 2, 1]
