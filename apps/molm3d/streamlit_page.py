@@ -22,12 +22,14 @@ question = st.text_input("Free question (for the free-question task)") if task =
 decoding = st.radio("Decoding", list(DECODINGS), horizontal=True,
                     help="official: five beams, as the paper's evaluation; fast: one beam, about 5x less work per word "
                          "on a CPU (the answer may differ)")
+with st.expander("Precision and speed"):
+    st.markdown(actions.precision_note())
 ask = st.button("Ask 3D-MoLM", type="primary")
 try:
     view = actions.show(smiles)
     left, right = st.columns(2)
     with left:
-        st.markdown(view.depiction, unsafe_allow_html=True)
+        components.html(view.depiction, height=320)  # st.markdown strips inline SVG: the drawing was blank
     with right:
         components.html(view.viewer, height=320)
     st.markdown(view.info)
