@@ -14,12 +14,20 @@ BAR = "background:var(--color-accent, #6366f1);border-radius:3px"
 CELL = "border:1px solid #e5e7eb;padding:3px 8px;text-align:left"
 
 
-def precision_note(cpu_dtype: str | None, gpu_dtype: str | None, trade_off: str) -> str:
-    """A page's settings line on precision (Markdown): what this server runs the demo in (``dtype_plan``), then the
-    demo's measured bf16 trade-off."""
-    from shared.device import dtype_plan
+def precision_note(cpu_dtype: str | None, gpu_dtype: str | None, trade_off: str, quantizes: bool = False) -> str:
+    """A page's settings line on precision (Markdown): what this server runs the demo in (``dtype_plan``; for a demo
+    that ``quantizes``, the weights DEMOHUB_QUANTIZE chose on a CPU), then the demo's measured trade-off."""
+    from shared.device import dtype_plan, quantize_setting
 
-    return f"**Precision:** {dtype_plan(cpu_dtype, gpu_dtype)}. {trade_off}"
+    plan = dtype_plan(cpu_dtype, gpu_dtype)
+    if quantizes:
+        try:
+            mode = quantize_setting()
+        except ValueError:  # the hub refused to start with it; a page built anyway says nothing false
+            mode = "none"
+        if mode != "none":
+            plan += f"; on a CPU its weights {mode} (DEMOHUB_QUANTIZE={mode})"
+    return f"**Precision:** {plan}. {trade_off}"
 
 
 def colour(label: str) -> str:

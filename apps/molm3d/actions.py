@@ -13,7 +13,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from apps.molm3d import checks
+from apps import views
+from apps.molm3d import DEMO, checks
 from apps.molm3d.checks import MoLM3DInputs
 from apps.molm3d.conformer import DEFAULT_SEED, MAX_INPUT_CHARS
 from apps.molm3d.tasks import TASKS
@@ -37,10 +38,23 @@ WORKS_WITHOUT_WEIGHTS = ("The conformer, 2D/3D views and RDKit table work withou
 TABLE_HEADERS = ("Property", "RDKit", "3D-MoLM", "3D-MoLM − RDKit", "Reference method")
 MODEL_COLUMNS = (2, 3)  # shown only once the model gave a number for some property
 EMPTY_CELL = "—"
+# BENCHMARKS.md, "3D-MoLM: the language model at full size on a CPU" (tests/molm3d/test_quantize.py holds the figures)
+QUANTIZE_TRADE_OFF = (
+    "On a CPU the operator may opt in to int8 or int4 weights for the language model (`DEMOHUB_QUANTIZE`; "
+    "`demohub doctor` says which run here). Measured at Llama-2-7B's size on a 2-core CPU with the fast decoding: "
+    "int8 wrote a 128-token description in 44 s against bf16's 73 s, its first words after 3.7 s, in 6.9 GiB of "
+    "memory instead of 13.0; int4 needs 4.1 GiB, but its first token takes 12-13 s. On random weights their top "
+    "token agreed with bf16's at 71% (int8) and 7% (int4) of the positions, a pessimistic measure. bf16 with the "
+    "official decoding stays the default.")
 UTF8_MAX_BYTES = 4  # a file over MAX_INPUT_CHARS * 4 bytes cannot be MAX_INPUT_CHARS characters: not read at all
 
 
 # -- checks (the page's validators; cheap: no weights) -------------------------------------------------------------
+
+
+def precision_note() -> str:
+    """The settings' line on precision, with the measured int8/int4 trade-off (torch is not imported)."""
+    return views.precision_note(DEMO.cpu_dtype, DEMO.gpu_dtype, QUANTIZE_TRADE_OFF, quantizes=DEMO.quantizes)
 
 
 def read_molecule(smiles: str | None, sdf_path: str | None) -> str:

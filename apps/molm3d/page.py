@@ -29,6 +29,8 @@ def _inputs(ctx: DemoContext) -> dict[str, gr.components.Component]:
     decoding = gr.Radio(list(DECODINGS), value="official", label="Decoding",
                         info="official: five beams, as the paper's evaluation; fast: one beam, about 5x less work "
                              "per word on a CPU (the answer may differ)")
+    with gr.Accordion("Precision and speed", open=False):
+        gr.Markdown(actions.precision_note())
     ask_btn = gr.Button("Ask 3D-MoLM", variant="primary")
     examples = gr.Examples(actions.EXAMPLES, inputs=[smiles, task])
     return {"smiles": smiles, "sdf": sdf, "task": task, "question": question, "weights": weights, "seed": seed,

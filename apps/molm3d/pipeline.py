@@ -33,6 +33,7 @@ from apps.molm3d.properties import PropertyReference, reference
 from apps.molm3d.tasks import (
     EVAL_DECODING,
     NUM_MOL_TOKENS,
+    QUANTIZED_NOTE,
     build_prompt,
     parse_number,
 )
@@ -116,9 +117,10 @@ class MoLM3DPipeline(Pipeline):
     output_class = MoLM3DOutput
     components = ("encoder", "llm")
 
-    def __init__(self, encoder, llm, tokenizer, device: str = "cpu", dtype: torch.dtype = torch.float32):
+    def __init__(self, encoder, llm, tokenizer, device: str = "cpu", dtype: torch.dtype = torch.float32,
+                 quantization: str | None = None):
         self.encoder, self.llm, self.tokenizer = encoder, llm, tokenizer  # MolQFormer, LlamaForCausalLM, MoLMTokenizer
-        self.device, self.dtype = device, dtype
+        self.device, self.dtype, self.quantization = device, dtype, quantization  # "int8"/"int4": every answer says
 
     @classmethod
     def from_pretrained(cls, path: str | Path, *, device: str = "cpu", dtype: torch.dtype = torch.float32,
@@ -152,7 +154,7 @@ class MoLM3DPipeline(Pipeline):
         if llm.config.hidden_size != encoder.llm_proj.out_features:
             raise ValueError(f"llm_proj gives {encoder.llm_proj.out_features} features, the LLM takes "
                              f"{llm.config.hidden_size}")
-        return cls(encoder.to(device).eval(), llm, tokenizer, device, dtype)
+        return cls(encoder.to(device).eval(), llm, tokenizer, device, dtype, quantization)
 
     check_inputs = staticmethod(checks.check_inputs)  # torch-free: apps/molm3d/checks.py
 
@@ -227,6 +229,7 @@ class MoLM3DPipeline(Pipeline):
             callback(total, total)
         seconds = (time.perf_counter() - start) / len(confs)
         spec = inputs.task
+        quantized = (QUANTIZED_NOTE.format(mode=self.quantization),) if self.quantization else ()
         answers = []
         for c, prompt, ids in zip(confs, prompts, out, strict=True):
             text = self.tokenizer.decode(ids.tolist())
@@ -234,7 +237,7 @@ class MoLM3DPipeline(Pipeline):
                 smiles=c.smiles, task=spec.key, instruction=inputs.instruction, prompt=prompt, text=text,
                 value=parse_number(text) if spec.numeric else None, unit=spec.unit,
                 reference=reference(spec.key, c.mol) if spec.numeric else None,
-                notes=(*c.warnings, *inputs.notes), seconds=seconds,
+                notes=(*c.warnings, *inputs.notes, *quantized), seconds=seconds,
             ))
         return tuple(answers)
 

@@ -67,4 +67,37 @@ def test_quantised_answers_agree_with_bf16(pipes):
         agreement = sum(a == b for a, b in zip(choices, reference, strict=True)) / len(reference)
         print(f"{mode}: top-1 agreement with bf16 {agreement:.1%} over {len(reference)} tokens")
         assert agreement >= least, (mode, agreement)
-        assert pipes[mode](ASPIRIN, seed=42, decoding="fast", **REQUEST).text.strip()
+        quantized = pipes[mode](ASPIRIN, seed=42, decoding="fast", **REQUEST)
+        assert quantized.text.strip() and quantized.notes[-1] == (
+            f"Quantised weights: the language model runs in {mode} on this server (DEMOHUB_QUANTIZE) instead of the "
+            "released bf16, so the answer may differ.")
+    assert not any("Quantised" in note for note in pipes["none"](ASPIRIN, seed=42, **REQUEST).notes)
+
+
+def test_the_page_states_the_setting_and_quotes_the_measured_trade_off(monkeypatch):
+    from apps.molm3d import actions
+    from shared.weights import REPO_ROOT
+
+    monkeypatch.delenv("DEMOHUB_DTYPE", raising=False)
+    monkeypatch.delenv("DEMOHUB_DEVICE", raising=False)
+    monkeypatch.delenv("DEMOHUB_QUANTIZE", raising=False)
+    note = actions.precision_note()
+    assert note.startswith("**Precision:** bf16 on the CPU; bf16 (fp16 where unsupported) on a GPU. On a CPU the "
+                           "operator may opt in to int8 or int4")
+    monkeypatch.setenv("DEMOHUB_QUANTIZE", "int4")
+    assert actions.precision_note().startswith("**Precision:** bf16 on the CPU; bf16 (fp16 where unsupported) on a "
+                                               "GPU; on a CPU its weights int4 (DEMOHUB_QUANTIZE=int4).")
+    section = (REPO_ROOT / "BENCHMARKS.md").read_text().split("## 3D-MoLM: the language model at full size", 1)[1]
+    section = section.split("\n## ", 1)[0]
+    rows = {tuple(cell.strip() for cell in line.strip("|").split(" | ")[:3]): line for line in section.splitlines()}
+    assert "| 44.0 s |" in rows[("int8", "description", "fast")] and "| 3.7 s |" in rows[("int8", "description",
+                                                                                           "fast")]
+    assert "| 72.9 s |" in rows[("bf16", "description", "fast")]
+    assert "| 12.1 s |" in rows[("int4", "description", "fast")] and "| 13.3 s |" in rows[("int4", "property (LogP)",
+                                                                                           "fast")]
+    options = {line.split(" | ")[0].strip("| "): line for line in section.splitlines() if " s (" in line}
+    assert "| 6.9 GiB |" in options["int8"] and "| 70.7% |" in options["int8"]
+    assert "| 4.1 GiB |" in options["int4"] and "| 6.9% |" in options["int4"] and "| 13.0 GiB |" in options["bf16"]
+    for quoted in ("44 s against bf16's 73 s", "first words after 3.7 s", "6.9 GiB of memory instead of 13.0",
+                   "int4 needs 4.1 GiB", "first token takes 12-13 s", "71% (int8) and 7% (int4)"):
+        assert quoted in note, quoted
