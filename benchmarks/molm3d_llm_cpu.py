@@ -40,6 +40,7 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from benchmarks.common import print_table  # noqa: E402
+from shared.registry import human_bytes  # noqa: E402
 
 MOLECULE = "CC(=O)Oc1ccccc1C(=O)O"  # aspirin
 REQUESTS = {"description": dict(task="caption"), "property (LogP)": dict(task="logp")}
@@ -201,7 +202,7 @@ def main(argv: list[str] | None = None) -> int:
     print_table(["weights", "model ready (built in bf16, then quantised)", "model bytes the pool counts",
                  "resident once ready", "peak of the process", "top-1 agreement with bf16 (official answers)"],
                 [[r["weights"], f"{r['ready']:.0f} s ({r['built']:.0f} s + {r['ready'] - r['built']:.0f} s)",
-                  f"{r['pool bytes'] / 1e9:.2f} GB", f"{r['resident'] / 2**30:.1f} GiB",
+                  human_bytes(r["pool bytes"]), f"{r['resident'] / 2**30:.1f} GiB",
                   f"{r['peak'] / 2**30:.1f} GiB", "(baseline)" if r["top1"] is None else f"{r['top1']:.1%}"]
                  for r in results])
     print()

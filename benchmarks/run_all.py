@@ -40,10 +40,12 @@ BENCHMARKS = [
      "per image", "python benchmarks/geodiffusion_sampling.py"),
     ("3D-MoLM: conformer, encoder and tiny pipeline timings", "absolute CPU timings (no upstream baseline runs here)",
      "python benchmarks/molm3d_pipeline.py --repeats 3"),
-    ("3D-MoLM: the language model at full size on a CPU", "the official decoding (5 beams, the paper's stage-3 "
-     "settings) in the same run on the same weights; the project's own answer path on a Llama-2-7B-shaped model "
-     "with random weights (bf16, 2 threads). Goal (issue #28): a description in ≤ 60 s and a property in ≤ 10 s "
-     "with the best opt-in option, first words within 10 s", "python benchmarks/molm3d_llm_cpu.py"),
+    ("3D-MoLM: the language model at full size on a CPU", "bf16 (the released weights' precision) with the "
+     "official decoding (5 beams, the paper's stage-3 settings), in the same run on the same weights; the project's "
+     "own answer path on a Llama-2-7B-shaped model with random weights (2 threads), each weights option (bf16, "
+     "DEMOHUB_QUANTIZE's int8 and int4) in its own process. Goal (issue #28): a description in ≤ 60 s and a "
+     "property in ≤ 10 s with the best opt-in option, first words within 10 s, peak memory ≤ 6 GB with int4",
+     "python benchmarks/molm3d_llm_cpu.py"),
     ("PraX: bundled pragmatic vs literal listener", "`tiny-literal` on the same held-out specs, same run, 50 listener "
      "samples per spec, 3 sampling seeds; the paper claims pragmatic training wins on informative examples",
      "python benchmarks/prax_listeners.py --samples 50"),

@@ -1,5 +1,7 @@
-"""benchmarks/molm3d_llm_cpu.py in its smoke mode (tiny sizes): every request kind with both decodings, in order,
-with times that add up (no speed is asserted: speeds are the benchmark's, in BENCHMARKS.md)."""
+"""benchmarks/molm3d_llm_cpu.py in its smoke mode (tiny sizes): each weights option (bf16, int8, int4) in its own
+process, every request kind with both decodings, in order, with times that add up, the quantised models counted
+smaller by the pool, and agreement with bf16 measured (no speed is asserted: speeds are the benchmark's, in
+BENCHMARKS.md)."""
 
 from __future__ import annotations
 
@@ -11,15 +13,27 @@ from pathlib import Path
 SCRIPT = Path(__file__).resolve().parents[2] / "benchmarks" / "molm3d_llm_cpu.py"
 
 
-def test_smoke_run_measures_every_request_with_both_decodings():
-    done = subprocess.run([sys.executable, str(SCRIPT), "--smoke"], capture_output=True, text=True, timeout=300)
+def table(stdout: str, header: str) -> list[list[str]]:
+    lines = stdout.split(f"| {header}", 1)[1].split("\n\n", 1)[0].splitlines()[2:]  # after the header and rule
+    return [[cell.strip() for cell in line.strip("|").split(" | ")] for line in lines if line.startswith("| ")]
+
+
+def test_smoke_run_measures_every_option_request_and_decoding():
+    done = subprocess.run([sys.executable, str(SCRIPT), "--smoke"], capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr[-3000:]
-    rows = [line.strip("|").split(" | ") for line in done.stdout.splitlines()
-            if line.startswith("| ") and not line.startswith("| request")]
-    assert [(r[0].strip(), r[1]) for r in rows] == [(kind, decoding) for kind in ("description", "property (LogP)",
-                                                                                 "free question")
-                                                    for decoding in ("official", "fast")]
+    options = table(done.stdout, "weights | model ready")
+    assert [r[0] for r in options] == ["bf16", "int8", "int4"]
+    units = {"KB": 1e3, "MB": 1e6, "GB": 1e9}
+    pool_bytes = [float(r[2].split()[0]) * units[r[2].split()[1]] for r in options]
+    assert pool_bytes[0] > pool_bytes[1] > pool_bytes[2] > 0
+    assert options[0][5] == "(baseline)"
+    assert all(0 <= float(r[5].rstrip("%")) <= 100 for r in options[1:])
+    rows = table(done.stdout, "weights | request")
+    assert [(r[0], r[1], r[2]) for r in rows] == [(w, kind, decoding) for w in ("bf16", "int8", "int4")
+                                                  for kind in ("description", "property (LogP)")
+                                                  for decoding in ("official", "fast")]
     for row in rows:
-        first_token, first_words, _, tokens, whole = (float(re.match(r"[\d.]+", cell).group()) for cell in row[2:])
+        first_token, first_words, _, tokens, whole = (float(re.match(r"[\d.]+", cell).group()) for cell in row[3:8])
         assert first_token <= first_words <= whole and tokens >= 16  # random weights run to the token limit
-    assert "peak memory of the process" in done.stdout
+        assert row[9].split(" / ")[0] in ("yes", "no")
+    assert [r[9] for r in rows[:4:2]] == ["yes / yes", "yes / yes"]  # bf16's official answers are the reference
