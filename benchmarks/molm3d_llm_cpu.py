@@ -45,7 +45,7 @@ from shared.registry import human_bytes  # noqa: E402
 MOLECULE = "CC(=O)Oc1ccccc1C(=O)O"  # aspirin
 REQUESTS = {"description": dict(task="caption"), "property (LogP)": dict(task="logp")}
 DTYPES = {"bf16": torch.bfloat16, "fp32": torch.float32}
-WEIGHTS = ("bf16", "int8", "int4")  # the released dtype (--dtype), then DEMOHUB_QUANTIZE's options
+WEIGHTS = ("bf16", "int8", "int4")  # the model's dtype (--dtype), then DEMOHUB_QUANTIZE's
 
 
 def build_pipeline(smoke: bool, dtype: torch.dtype, folder: Path):
@@ -167,7 +167,7 @@ def run_option(args: argparse.Namespace) -> dict:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--threads", type=int, default=2)
-    parser.add_argument("--dtype", choices=sorted(DTYPES), default="bf16", help="the language model's released dtype")
+    parser.add_argument("--dtype", choices=sorted(DTYPES), default="bf16", help="the language model's dtype")
     parser.add_argument("--weights", default=",".join(WEIGHTS), help="options to compare, the first is the baseline")
     parser.add_argument("--smoke", action="store_true", help="tiny sizes (the tests' run)")
     parser.add_argument("--one", choices=WEIGHTS, help=argparse.SUPPRESS)  # a child process: this option alone
@@ -196,7 +196,7 @@ def main(argv: list[str] | None = None) -> int:
     baseline = {(r["request"], r["decoding"]): r for r in results[0]["rows"]}
     loads = [f"{r['load']:.2f}" for result in results for r in result["rows"]]
     print(f"Note: 3D-MoLM answer path on CPU, {'smoke-test sizes' if args.smoke else 'Llama-2-7B shape'}, language "
-          f"model released in {args.dtype}, torch {torch.__version__}, {args.threads} thread(s), each option in its "
+          f"model built in {args.dtype}, torch {torch.__version__}, {args.threads} thread(s), each option in its "
           f"own process; load average over the answers {min(loads)}-{max(loads)}.")
     print()
     print_table(["weights", "model ready (built in bf16, then quantised)", "model bytes the pool counts",

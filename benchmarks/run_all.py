@@ -40,7 +40,7 @@ BENCHMARKS = [
      "per image", "python benchmarks/geodiffusion_sampling.py"),
     ("3D-MoLM: conformer, encoder and tiny pipeline timings", "absolute CPU timings (no upstream baseline runs here)",
      "python benchmarks/molm3d_pipeline.py --repeats 3"),
-    ("3D-MoLM: the language model at full size on a CPU", "bf16 (the released weights' precision) with the "
+    ("3D-MoLM: the language model at full size on a CPU", "bf16 (3D-MoLM's dtype on a CPU) with the "
      "official decoding (5 beams, the paper's stage-3 settings), in the same run on the same weights; the project's "
      "own answer path on a Llama-2-7B-shaped model with random weights (2 threads), each weights option (bf16, "
      "DEMOHUB_QUANTIZE's int8 and int4) in its own process. Goal (issue #28): a description in ≤ 60 s and a "

@@ -39,7 +39,7 @@ def load_pipeline(demo: Demo, ws: WeightSet, folder: Path | None = None) -> Pipe
         dtype = pick_dtype(device, demo.cpu_dtype, demo.gpu_dtype)
         options = {}
         if demo.quantizes and device == "cpu" and (mode := quantize_setting()) != "none":
-            options["quantization"] = mode  # DEMOHUB_QUANTIZE: a GPU keeps the released precision
+            options["quantization"] = mode  # DEMOHUB_QUANTIZE: a GPU keeps its dtype
         return demo.pipeline_class().from_pretrained(folder, device=device, dtype=dtype, **options)
 
 

@@ -31,7 +31,7 @@ def quantize_setting() -> str:
     mode = raw.strip().lower() or "none"
     if mode not in QUANTIZE_MODES:
         raise ValueError(f"DEMOHUB_QUANTIZE={raw!r} is not a quantisation this hub knows: set it to int8 or int4 "
-                         "(weight-only, on a CPU), or leave it unset for the released precision.")
+                         "(weight-only, on a CPU), or leave it unset for the demo's own dtype.")
     return mode
 
 

@@ -67,7 +67,7 @@ def load_llama(folder: str | Path, lora: dict[str, torch.Tensor], vocab_size: in
     from shared.quantize import quantize_linears
 
     if quantization and device != "cpu":
-        raise ValueError(f"quantization={quantization!r} runs on a CPU; a GPU loads the released {dtype}")
+        raise ValueError(f"quantization={quantization!r} runs on a CPU; a GPU runs the model in {dtype}")
     model = LlamaForCausalLM.from_pretrained(str(folder), dtype=dtype, weights_only=True, low_cpu_mem_usage=True)
     resize_for_molm(model, vocab_size, seed)
     merged = merge_lora(model, lora_pairs(lora))

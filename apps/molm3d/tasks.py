@@ -60,8 +60,8 @@ EVAL_DECODING = {"num_beams": 5, "repetition_penalty": 1.2, "length_penalty": 0.
 # per new token, answers may differ), the same repetition penalty and token limits.
 DECODINGS = {"official": EVAL_DECODING["num_beams"], "fast": 1}
 FAST_NOTE = "Fast decoding: one beam (greedy) instead of the official five, so the answer may differ."
-QUANTIZED_NOTE = ("Quantised weights: the language model runs in {mode} on this server (DEMOHUB_QUANTIZE) instead of "
-                  "the released bf16, so the answer may differ.")
+QUANTIZED_NOTE = ("Quantised weights: the language model's weights are {mode} on this server (DEMOHUB_QUANTIZE), not "
+                  "its full-precision ones, so the answer may differ.")
 
 
 def get_task(task: str | None, question: str | None) -> Task:

@@ -69,8 +69,8 @@ def test_quantised_answers_agree_with_bf16(pipes):
         assert agreement >= least, (mode, agreement)
         quantized = pipes[mode](ASPIRIN, seed=42, decoding="fast", **REQUEST)
         assert quantized.text.strip() and quantized.notes[-1] == (
-            f"Quantised weights: the language model runs in {mode} on this server (DEMOHUB_QUANTIZE) instead of the "
-            "released bf16, so the answer may differ.")
+            f"Quantised weights: the language model's weights are {mode} on this server (DEMOHUB_QUANTIZE), not its "
+            "full-precision ones, so the answer may differ.")
     assert not any("Quantised" in note for note in pipes["none"](ASPIRIN, seed=42, **REQUEST).notes)
 
 

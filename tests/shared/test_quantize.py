@@ -68,7 +68,7 @@ def test_the_setting_is_read_without_torch_and_an_unknown_one_is_a_sentence(monk
     assert quantize_setting() == "int4" and quantize_problem() is None  # this CPU runs both kinds
     monkeypatch.setenv("DEMOHUB_QUANTIZE", "int3")
     assert quantize_problem() == ("DEMOHUB_QUANTIZE='int3' is not a quantisation this hub knows: set it to int8 or "
-                                  "int4 (weight-only, on a CPU), or leave it unset for the released precision.")
+                                  "int4 (weight-only, on a CPU), or leave it unset for the demo's own dtype.")
 
 
 def test_a_kind_this_pytorch_cannot_run_is_named(monkeypatch):
