@@ -101,3 +101,26 @@ def test_the_page_states_the_setting_and_quotes_the_measured_trade_off(monkeypat
     for quoted in ("44 s against bf16's 73 s", "first words after 3.7 s", "6.9 GiB of memory instead of 13.0",
                    "int4 needs 4.1 GiB", "first token takes 12-13 s", "71% (int8) and 7% (int4)"):
         assert quoted in note, quoted
+
+
+def test_the_page_shows_the_note_and_building_it_imports_no_torch(tmp_path):
+    """The Gradio page's "Precision and speed" holds the note that names DEMOHUB_QUANTIZE's setting, and reading the
+    setting for the page needs no torch (the hub starts without it)."""
+    import json
+    import os
+    import subprocess
+    import sys
+
+    from shared.weights import REPO_ROOT
+
+    code = ("import json, sys; from apps.molm3d import DEMO, actions; from apps.molm3d.page import build; "
+            "from shared.context import DemoContext; from shared.pool import ModelPool; "
+            "config = json.dumps(build(DemoContext(DEMO, ModelPool(budget_bytes=0))).get_config_file(), default=str); "
+            "print('torch' in sys.modules, 'Precision and speed' in config, json.dumps(actions.precision_note())[1:-1] "
+            "in config, 'its weights int8 (DEMOHUB_QUANTIZE=int8)' in config)")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("DEMOHUB_D")}
+    env.update(HF_HUB_OFFLINE="1", DEMOHUB_CHECKPOINTS=str(tmp_path), DEMOHUB_QUANTIZE="int8")
+    result = subprocess.run([sys.executable, "-c", code], cwd=REPO_ROOT, capture_output=True, text=True, timeout=300,
+                            env=env)
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert result.stdout.strip().splitlines()[-1] == "False True True True", json.dumps(result.stdout[-500:])
