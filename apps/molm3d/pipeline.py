@@ -217,8 +217,9 @@ class MoLM3DPipeline(Pipeline):
         processors = [RepetitionPenaltyLogitsProcessor(EVAL_DECODING["repetition_penalty"]), _StepCounter(advance)]
         if on_text is not None:
             processors.append(_PartialText(self.tokenizer, on_text, STREAM_EVERY, inputs.num_beams, inputs.single))
-        beams = {"num_beams": inputs.num_beams, "length_penalty": EVAL_DECODING["length_penalty"]} \
-            if inputs.num_beams > 1 else {"num_beams": 1}  # greedy: no length penalty to apply
+        beams = {"num_beams": inputs.num_beams, "length_penalty": EVAL_DECODING["length_penalty"],
+                 **self._prefill(embeds, mask, inputs.num_beams)} \
+            if inputs.num_beams > 1 else {"num_beams": 1}  # greedy: no length penalty to apply, one prefill anyway
         out = self.llm.generate(
             inputs_embeds=embeds, attention_mask=mask, do_sample=False, **beams,
             logits_processor=LogitsProcessorList(processors),
@@ -240,6 +241,19 @@ class MoLM3DPipeline(Pipeline):
                 notes=(*c.warnings, *inputs.notes, *quantized), seconds=seconds,
             ))
         return tuple(answers)
+
+    def _prefill(self, embeds: torch.Tensor, mask: torch.Tensor, num_beams: int) -> dict[str, Any]:
+        """The KV cache of every prompt but its last token, computed once per molecule and then copied to its
+        ``num_beams`` beams, as ``generate``'s cache argument: ``generate`` alone would copy the prompt to the beams
+        first and run it ``num_beams`` times, for the same values (issue #28: 5x the prefill before the first token;
+        the beams' answers are unchanged, tests/molm3d/test_pipeline.py)."""
+        positions = (mask.long().cumsum(-1) - 1).clamp(min=0)  # as generate numbers left-padded rows
+        out = self.llm.model(inputs_embeds=embeds[:, :-1], attention_mask=mask[:, :-1],
+                             position_ids=positions[:, :-1], use_cache=True)
+        name = "cache" if "cache" in out else "past_key_values"  # transformers >= 5.25 : before
+        cache = out[name]
+        cache.batch_repeat_interleave(num_beams)
+        return {name: cache}
 
     def _inputs(self, confs, prompts) -> tuple[torch.Tensor, torch.Tensor]:
         """Left-padded prompt embeddings with the 8 ``<mol>`` rows replaced by the projected Q-Former output."""

@@ -94,10 +94,36 @@ def test_property_answer_uses_official_decoding_and_rdkit_reference(tiny_pipe):
     assert answer.value == parse_number(answer.text)
 
 
+def without_prefill(kwargs: dict) -> dict:
+    """``generate``'s arguments less the prompt's KV cache the pipeline computed once for its beams."""
+    return {k: v for k, v in kwargs.items() if k not in ("cache", "past_key_values")}
+
+
+def test_official_beams_run_each_prompt_once_for_the_same_answers(tiny_pipe):
+    """5 beams: the prompt runs once per molecule (not once per beam, as ``generate`` alone runs it), and the answers
+    are token for token those of ``generate`` given the prompt alone, for molecules of different lengths (padding)."""
+    calls, rows = [], []
+    generate = tiny_pipe.llm.generate
+    tiny_pipe.llm.generate = lambda **kw: calls.append(kw) or generate(**kw)
+    hook = tiny_pipe.llm.model.layers[0].register_forward_pre_hook(lambda m, args: rows.append(tuple(args[0].shape)))
+    try:
+        answers = tiny_pipe.answer_batch([ASPIRIN, "CCO"], task="logp", max_new_tokens=8, min_new_tokens=8)
+    finally:
+        hook.remove()
+        del tiny_pipe.llm.generate
+    prompt = calls[0]["inputs_embeds"].shape[1]
+    assert rows[0] == (2, prompt - 1, tiny_pipe.llm.config.hidden_size)  # one row per molecule
+    assert all(shape[:2] == (2 * 5, 1) for shape in rows[1:]) and len(rows) == 1 + 8  # then one token per step
+    with torch.no_grad():
+        alone = generate(**without_prefill(calls[0]))
+    assert [a.text for a in answers] == [tiny_pipe.tokenizer.decode(ids.tolist()) for ids in alone]
+    assert answers[0].text != answers[1].text
+
+
 def test_caption_limits_and_long_questions(tiny_pipe):
     calls = []
     generate = tiny_pipe.llm.generate
-    tiny_pipe.llm.generate = lambda **kw: calls.append(kw) or generate(**{**kw, "max_new_tokens": 2,
+    tiny_pipe.llm.generate = lambda **kw: calls.append(kw) or generate(**{**without_prefill(kw), "max_new_tokens": 2,
                                                                             "min_new_tokens": 0, "num_beams": 1})
     try:
         caption = tiny_pipe("CCO")
