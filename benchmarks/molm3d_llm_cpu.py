@@ -2,18 +2,22 @@
 prompt -> the pipeline's decoding) on a Llama-2-7B-shaped language model with random weights, per task kind, decoding
 and weights option (issue #28, items 1, 2 and 5).
 
-Run: python benchmarks/molm3d_llm_cpu.py [--threads 2] [--weights bf16,int8,int4]   (13.5 GB of RAM, half an hour)
+Run: python benchmarks/molm3d_llm_cpu.py [--threads 2] [--weights bf16,int8,int4]   (14 GB of RAM, 14 GB of disk,
+                                                                                  40 minutes)
      python benchmarks/molm3d_llm_cpu.py --smoke                                   (tiny sizes: what the tests run)
 
-Each weights option runs in a process of its own (so each peak memory is its own), on the same random weights (same
-seed): bf16 as released, then ``DEMOHUB_QUANTIZE``'s int8 and int4 (``shared.quantize``: the model is built in bf16,
-then quantised in place, as the pipeline's loader does after merging the LoRA). For a description and a property (LogP),
-with the official decoding (5 beams) and the fast one (greedy), it measures: seconds until the first token is chosen
-(the conformer, the encoder and the prompt's prefill), until the first words are on the page (the first partial text,
-``on_text``, after ``STREAM_EVERY`` tokens), per new token after the first, and for the whole answer; the process's
-peak memory, its resident memory once the model is ready, and the bytes the model pool counts. Agreement with bf16 and
-the official decoding: the answer's text (the same or not), and the top-1 next-token agreement along bf16's official
-answer (teacher-forced: each option's most likely token at each position of that answer, compared with bf16's).
+First a process writes the language model's folder in the official layout (fp16 ``.bin`` shards split where the
+released ones are, a config, an r=8 LoRA beside it) with random weights. Then each weights option runs in a process of
+its own (so each peak memory is its own) and loads that folder through 3D-MoLM's loader (``load_llama``): bf16 as
+released (``from_pretrained``, then the LoRA merged), and ``DEMOHUB_QUANTIZE``'s int8 and int4 (the shards streamed
+tensor by tensor into an empty model, each Linear merged and quantised as it arrives). For a description and a
+property (LogP), with the official decoding (5 beams) and the fast one (greedy), it measures: seconds until the first
+token is chosen (the conformer, the encoder and the prompt's prefill), until the first words are on the page (the first
+partial text, ``on_text``, after ``STREAM_EVERY`` tokens), per new token after the first, and for the whole answer; the
+process's peak memory while loading and in all, its resident memory once the model is ready, and the bytes the model
+pool counts. Agreement with bf16 and the official decoding: the answer's text (the same or not), and the top-1
+next-token agreement along bf16's official answer (teacher-forced: each option's most likely token at each position
+of that answer, compared with bf16's).
 Random weights never choose the end of the answer, so every answer runs to its task's token limit; they also make the
 top candidates near-ties, so answer-level agreement here is a pessimistic measure. The language model has Llama-2-7B's
 32 layers of width 4,096 (11,008 in the MLP); its vocabulary is the test tokenizer's (a few hundred pieces: the real
@@ -43,41 +47,98 @@ from benchmarks.common import print_table  # noqa: E402
 from shared.registry import human_bytes  # noqa: E402
 
 MOLECULE = "CC(=O)Oc1ccccc1C(=O)O"  # aspirin
-REQUESTS = {"description": dict(task="caption"), "property (LogP)": dict(task="logp")}
+REQUESTS = {"description": dict(task="caption"), "property (LogP)": dict(task="logp"),
+            "property, 16 tokens": dict(task="logp", max_new_tokens=16)}  # a real number's answer: the official
+# decoding writes at least 16 tokens, and a number ends soon after; random weights never end, so this one is capped
 DTYPES = {"bf16": torch.bfloat16, "fp32": torch.float32}
 WEIGHTS = ("bf16", "int8", "int4")  # the model's dtype (--dtype), then DEMOHUB_QUANTIZE's
 
 
-def build_pipeline(smoke: bool, dtype: torch.dtype, folder: Path):
-    from transformers import LlamaConfig, LlamaForCausalLM
+SHARD_BYTES = 10_000_000_000  # the official llama-2-7b-hf splits at about this size (9.98 GB + 3.5 GB in fp16)
 
+
+def llama_config(smoke: bool, vocab_size: int):
+    from transformers import LlamaConfig
+
+    if smoke:
+        sizes = dict(hidden_size=64, intermediate_size=128, num_hidden_layers=2, num_attention_heads=4)
+    else:  # Llama-2-7B
+        sizes = dict(hidden_size=4096, intermediate_size=11008, num_hidden_layers=32, num_attention_heads=32)
+    return LlamaConfig(vocab_size=vocab_size, num_key_value_heads=sizes["num_attention_heads"],
+                       max_position_embeddings=4096, rms_norm_eps=1e-6, tie_word_embeddings=False, **sizes)
+
+
+def write_checkpoint(smoke: bool, folder: Path) -> None:
+    """The language model's folder in the official layout (``config.json``, fp16 ``pytorch_model-0000N-of-0000M.bin``
+    shards with their index, ``tokenizer.model``: the test tokenizer) with random weights, N(0, 0.02) as Llama's
+    initialisation draws them, and a LoRA (r=8 on the seven projections, as 3D-MoLM's) beside it, ``lora.pt``."""
+    from accelerate import init_empty_weights
+    from transformers import LlamaForCausalLM
+
+    from apps.molm3d.llm import LORA_TARGETS
+    from tests.fixtures.tiny_molm3d import LORA_R, train_tokenizer
+
+    folder.mkdir(parents=True, exist_ok=True)
+    train_tokenizer(folder / "tokenizer.model")
+    import sentencepiece as spm
+
+    config = llama_config(smoke, spm.SentencePieceProcessor(model_file=str(folder / "tokenizer.model"))
+                          .get_piece_size())
+    config.save_pretrained(folder)
+    with init_empty_weights():
+        shapes = {name: p.shape for name, p in LlamaForCausalLM(config).named_parameters()}
+    generator = torch.Generator().manual_seed(0)
+    shards: list[dict[str, torch.Tensor]] = [{}]
+    size = 0
+    for name, shape in shapes.items():
+        if size + shape.numel() * 2 > SHARD_BYTES and shards[-1]:
+            shards.append({})
+            size = 0
+        tensor = torch.ones(shape) if name.endswith("norm.weight") else torch.randn(shape, generator=generator) * 0.02
+        shards[-1][name] = tensor.to(torch.float16)
+        size += shape.numel() * 2
+    weight_map, total = {}, 0
+    for i, shard in enumerate(shards, 1):
+        file = f"pytorch_model-{i:05d}-of-{len(shards):05d}.bin"
+        torch.save(shard, folder / file)
+        weight_map.update(dict.fromkeys(shard, file))
+        total += sum(t.numel() * 2 for t in shard.values())
+        shard.clear()
+    (folder / "pytorch_model.bin.index.json").write_text(json.dumps({"metadata": {"total_size": total},
+                                                                     "weight_map": weight_map}))
+    lora = {}
+    for name, shape in shapes.items():
+        module = name.removesuffix(".weight")
+        if module.rsplit(".", 1)[-1] in LORA_TARGETS:
+            out_features, in_features = shape
+            lora[f"{module}.lora_A.default.weight"] = (torch.randn(LORA_R, in_features, generator=generator)
+                                                      * 0.02).to(torch.bfloat16)
+            lora[f"{module}.lora_B.default.weight"] = (torch.randn(out_features, LORA_R, generator=generator)
+                                                      * 0.02).to(torch.bfloat16)
+    torch.save(lora, folder / "lora.pt")
+
+
+def load(smoke: bool, dtype: torch.dtype, folder: Path, quantization: str | None):
+    """The pipeline with the language model loaded by 3D-MoLM's loader (``apps.molm3d.llm.load_llama``: LoRA merged,
+    then, with ``quantization``, quantised shard by shard) and the encoder at its released size, random, in fp32."""
+    from apps.molm3d.llm import load_llama
     from apps.molm3d.pipeline import MoLM3DPipeline
     from apps.molm3d.qformer import MolQFormer, QFormerConfig
     from apps.molm3d.tokenizer import MoLMTokenizer
     from apps.molm3d.unimol import UniMolConfig
-    from tests.fixtures.tiny_molm3d import train_tokenizer
 
-    train_tokenizer(folder / "tokenizer.model")
     tokenizer = MoLMTokenizer(folder / "tokenizer.model")
     if smoke:
         unimol = UniMolConfig(num_layers=2, embed_dim=32, ffn_dim=64, num_heads=4, num_kernels=8)
         qformer = QFormerConfig(hidden_size=32, num_layers=2, intermediate_size=64, encoder_width=32,
                                 llm_hidden_size=64)
-        llama = dict(hidden_size=64, intermediate_size=128, num_hidden_layers=2, num_attention_heads=4)
-    else:  # the released sizes: Uni-Mol 15 x 512, Q-Former 12 x 768, Llama-2-7B
+    else:  # the released sizes: Uni-Mol 15 x 512, Q-Former 12 x 768
         unimol, qformer = UniMolConfig(), QFormerConfig()
-        llama = dict(hidden_size=4096, intermediate_size=11008, num_hidden_layers=32, num_attention_heads=32)
     torch.manual_seed(0)
     encoder = MolQFormer(unimol, qformer).eval()
-    config = LlamaConfig(vocab_size=len(tokenizer), num_key_value_heads=llama["num_attention_heads"],
-                         max_position_embeddings=4096, **llama)
-    default = torch.get_default_dtype()
-    torch.set_default_dtype(dtype)  # built in its dtype: a 7B model in fp32 first would need 27 GB
-    try:
-        llm = LlamaForCausalLM(config).eval()
-    finally:
-        torch.set_default_dtype(default)
-    return MoLM3DPipeline(encoder, llm, tokenizer, "cpu", dtype)
+    lora = torch.load(folder / "lora.pt", weights_only=True)
+    llm = load_llama(folder, lora, len(tokenizer), "cpu", dtype, quantization)
+    return MoLM3DPipeline(encoder, llm, tokenizer, "cpu", dtype, quantization)
 
 
 def measure(pipe, request: dict, decoding: str) -> dict:
@@ -129,36 +190,32 @@ def resident_bytes() -> int:
 
 
 def run_option(args: argparse.Namespace) -> dict:
-    """One weights option in this process: build, quantise, measure; the reference answers come from bf16's run."""
+    """One weights option in this process: load, measure; the reference answers come from bf16's run."""
     from shared.pool import estimate_bytes
-    from shared.quantize import quantize_linears
 
     torch.set_num_threads(args.threads)
     started = time.perf_counter()
     reference = json.loads(Path(args.reference).read_text()) if args.reference else {}
-    with tempfile.TemporaryDirectory() as folder:
-        pipe = build_pipeline(args.smoke, DTYPES[args.dtype], Path(folder))
-        built = time.perf_counter() - started
-        if args.one != "bf16":
-            quantize_linears(pipe.llm, args.one)
-        ready = time.perf_counter() - started
-        resident = resident_bytes()
-        pool_bytes = estimate_bytes(pipe.llm)
-        pipe(MOLECULE, task="logp", decoding="fast", max_new_tokens=2, min_new_tokens=2)  # warm-up
-        rows, agree, total = [], 0, 0
-        for kind, request in REQUESTS.items():
-            for decoding in ("official", "fast"):
-                m = measure(pipe, request, decoding)
-                m.update(request=kind, decoding=decoding, load=os.getloadavg()[0])
-                rows.append(m)
-            official = reference.get(kind, {}).get("official") or next(
-                r["text"] for r in rows if r["request"] == kind and r["decoding"] == "official")
-            choices = top1_along(pipe, request, official)
-            if kind in reference:
-                wanted = reference[kind]["top1"]
-                agree, total = agree + sum(a == b for a, b in zip(choices, wanted, strict=True)), total + len(wanted)
-            reference.setdefault(kind, {"official": official, "top1": choices})
-    return {"weights": args.one, "built": built, "ready": ready, "seconds": time.perf_counter() - started,
+    pipe = load(args.smoke, DTYPES[args.dtype], Path(args.checkpoint), None if args.one == "bf16" else args.one)
+    ready = time.perf_counter() - started
+    load_peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+    resident = resident_bytes()
+    pool_bytes = estimate_bytes(pipe.llm)
+    pipe(MOLECULE, task="logp", decoding="fast", max_new_tokens=2, min_new_tokens=2)  # warm-up
+    rows, agree, total = [], 0, 0
+    for kind, request in REQUESTS.items():
+        for decoding in ("official", "fast"):
+            m = measure(pipe, request, decoding)
+            m.update(request=kind, decoding=decoding, load=os.getloadavg()[0])
+            rows.append(m)
+        official = reference.get(kind, {}).get("official") or next(
+            r["text"] for r in rows if r["request"] == kind and r["decoding"] == "official")
+        choices = top1_along(pipe, request, official)
+        if kind in reference:
+            wanted = reference[kind]["top1"]
+            agree, total = agree + sum(a == b for a, b in zip(choices, wanted, strict=True)), total + len(wanted)
+        reference.setdefault(kind, {"official": official, "top1": choices})
+    return {"weights": args.one, "ready": ready, "seconds": time.perf_counter() - started, "load peak": load_peak,
             "peak": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024, "resident": resident,
             "pool bytes": pool_bytes, "rows": rows, "reference": reference,
             "top1": agree / total if total else None}
@@ -171,8 +228,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--weights", default=",".join(WEIGHTS), help="options to compare, the first is the baseline")
     parser.add_argument("--smoke", action="store_true", help="tiny sizes (the tests' run)")
     parser.add_argument("--one", choices=WEIGHTS, help=argparse.SUPPRESS)  # a child process: this option alone
+    parser.add_argument("--write", action="store_true", help=argparse.SUPPRESS)  # a child process: the checkpoint
+    parser.add_argument("--checkpoint", help=argparse.SUPPRESS)  # the folder written by --write
     parser.add_argument("--reference", help=argparse.SUPPRESS)  # the baseline's answers (JSON)
     args = parser.parse_args(argv)
+    if args.write:
+        write_checkpoint(args.smoke, Path(args.checkpoint))
+        return 0
     if args.one:
         print(json.dumps(run_option(args)))
         return 0
@@ -181,10 +243,14 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(f"--weights: options among {', '.join(WEIGHTS)}, the first bf16 (the baseline)")
     results = []
     with tempfile.TemporaryDirectory() as folder:
-        reference = Path(folder) / "reference.json"
+        reference, checkpoint = Path(folder) / "reference.json", Path(folder) / "llama-2-7b-hf"
+        smoke = ["--smoke"] if args.smoke else []
+        started = time.perf_counter()
+        subprocess.run([sys.executable, __file__, "--write", "--checkpoint", str(checkpoint), *smoke], check=True)
+        written = time.perf_counter() - started
         for option in options:
             command = [sys.executable, __file__, "--one", option, "--threads", str(args.threads), "--dtype",
-                       args.dtype, *(["--smoke"] if args.smoke else []),
+                       args.dtype, "--checkpoint", str(checkpoint), *smoke,
                        *(["--reference", str(reference)] if results else [])]
             done = subprocess.run(command, capture_output=True, text=True)
             if done.returncode:
@@ -193,16 +259,20 @@ def main(argv: list[str] | None = None) -> int:
             results.append(json.loads(done.stdout.strip().splitlines()[-1]))
             if len(results) == 1:
                 reference.write_text(json.dumps(results[0]["reference"]))
+        shards = sorted(checkpoint.glob("*.bin"))
+        sizes = " + ".join(human_bytes(path.stat().st_size) for path in shards)
     baseline = {(r["request"], r["decoding"]): r for r in results[0]["rows"]}
     loads = [f"{r['load']:.2f}" for result in results for r in result["rows"]]
     print(f"Note: 3D-MoLM answer path on CPU, {'smoke-test sizes' if args.smoke else 'Llama-2-7B shape'}, language "
-          f"model built in {args.dtype}, torch {torch.__version__}, {args.threads} thread(s), each option in its "
-          f"own process; load average over the answers {min(loads)}-{max(loads)}.")
+          f"model loaded from {len(shards)} fp16 .bin shards ({sizes}, written in {written:.0f} s) into "
+          f"{args.dtype}, torch {torch.__version__}, {args.threads} thread(s), each option in its own process; "
+          f"load average over the answers {min(loads)}-{max(loads)}.")
     print()
-    print_table(["weights", "model ready (built in bf16, then quantised)", "model bytes the pool counts",
-                 "resident once ready", "peak of the process", "top-1 agreement with bf16 (official answers)"],
-                [[r["weights"], f"{r['ready']:.0f} s ({r['built']:.0f} s + {r['ready'] - r['built']:.0f} s)",
-                  human_bytes(r["pool bytes"]), f"{r['resident'] / 2**30:.1f} GiB",
+    print_table(["weights", "model ready (loaded, LoRA merged, quantised)", "model bytes the pool counts",
+                 "peak while loading", "resident once ready", "peak of the process",
+                 "top-1 agreement with bf16 (official answers)"],
+                [[r["weights"], f"{r['ready']:.0f} s", human_bytes(r["pool bytes"]),
+                  f"{r['load peak'] / 2**30:.1f} GiB", f"{r['resident'] / 2**30:.1f} GiB",
                   f"{r['peak'] / 2**30:.1f} GiB", "(baseline)" if r["top1"] is None else f"{r['top1']:.1%}"]
                  for r in results])
     print()

@@ -8,17 +8,23 @@ an optimisation: a read-only or full disk only costs speed, never a failure.
 from __future__ import annotations
 
 import contextlib
+import ctypes
+import ctypes.util
 import errno
 import hashlib
 import logging
+import mmap
 import os
 import pickle
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 from shared.errors import CheckpointError
 from shared.weights import hf_cache_dir
 
 log = logging.getLogger(__name__)
+_LIBC = ctypes.CDLL(ctypes.util.find_library("c"), use_errno=True) if hasattr(mmap, "MADV_DONTNEED") else None
 
 
 def load_torch_checkpoint(path: str | Path, safe_globals: tuple = ()):
@@ -54,6 +60,32 @@ def load_torch_state(path: str | Path, key: str | None = None, safe_globals: tup
     if not isinstance(obj, dict):
         raise CheckpointError(f"{path.name} does not hold a state dict.")
     return {k: v for k, v in obj.items() if isinstance(v, torch.Tensor)}
+
+
+def stream_torch_state(path: str | Path) -> Iterator[tuple[str, Any]]:
+    """Each ``(name, tensor)`` of a pickled state dict in turn (``weights_only=True``, memory-mapped), for loading a
+    checkpoint larger than what memory holds beside the model: once the caller asks for the next tensor, the pages
+    the previous one occupied leave this process (a 10 GB Llama shard then costs one tensor at a time, not 10 GB of
+    resident file pages). The caller copies what it keeps: a kept tensor would read its pages back from the file."""
+    path = Path(path)
+    state = load_torch_state(path)
+    mapped = _is_zip(path)  # load_torch_checkpoint maps zip files; a legacy pickle is in anonymous memory
+    for name in list(state):
+        tensor = state.pop(name)
+        yield name, tensor
+        if mapped:
+            _drop_pages(tensor)
+        del tensor
+
+
+def _drop_pages(tensor) -> None:
+    """Give the file-mapped pages that lie wholly inside ``tensor``'s bytes back to the kernel (``MADV_DONTNEED``):
+    the mapping is private and read-only in use, so they are only dropped from this process, never changed."""
+    page = mmap.PAGESIZE
+    start = -(-tensor.data_ptr() // page) * page
+    end = (tensor.data_ptr() + tensor.numel() * tensor.element_size()) // page * page
+    if end > start and _LIBC is not None:
+        _LIBC.madvise(ctypes.c_void_p(start), ctypes.c_size_t(end - start), mmap.MADV_DONTNEED)
 
 
 def load_safetensors(path: str | Path) -> dict:

@@ -13,6 +13,8 @@ and an int4 layer still runs its kernel (unpacking costs as much). BENCHMARKS.md
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable
+
 import torch
 from torch import nn
 
@@ -124,3 +126,52 @@ def quantize_linears(model: nn.Module, mode: str) -> int:
             setattr(parent, name, quantized)
             replaced += 1
     return replaced
+
+
+@torch.no_grad()
+def fill_quantized(model: nn.Module, tensors: Iterable[tuple[str, torch.Tensor]], mode: str, dtype: torch.dtype,
+                   prepare: Callable[[str, torch.Tensor], torch.Tensor] | None = None) -> None:
+    """Fill ``model``, built with its parameters on the meta device, from a checkpoint's ``(name, tensor)`` pairs,
+    quantising each Linear to ``mode`` as soon as its weights are in: memory holds the quantised model plus one layer
+    in ``dtype``, never the whole model in ``dtype`` (a 7B Llama: 13 GB in bf16, about 4 GB quantised to int4).
+
+    ``prepare(name, tensor)`` may change a tensor (in ``dtype``, already a copy of the checkpoint's) before it is
+    placed, e.g. merge a LoRA into a weight. The output layer stays in ``dtype`` (a caller may resize it first, then
+    ``quantize_linears``), as does a Linear whose weight another module shares. A key the model has no parameter
+    for is refused, except a buffer the model computes itself (old Llama checkpoints hold ``rotary_emb.inv_freq`` in
+    every layer, where today's transformers compute one for the model);
+    a parameter no key fills is refused after the last tensor."""
+    output = model.get_output_embeddings() if hasattr(model, "get_output_embeddings") else None
+    parameters = dict(model.named_parameters(remove_duplicate=False))
+    counts: dict[int, int] = {}
+    for tensor in parameters.values():
+        counts[id(tensor)] = counts.get(id(tensor), 0) + 1
+    computed = {_tail(name) for name, _ in model.named_buffers()}  # e.g. rotary_emb.inv_freq
+    for name, tensor in tensors:
+        if name not in parameters:
+            if _tail(name) in computed:  # wherever it sat in the checkpoint (transformers moved Llama's)
+                continue
+            raise ValueError(f"the checkpoint holds {name}, which the model has no parameter for")
+        owner_name, _, attr = name.rpartition(".")
+        owner = model.get_submodule(owner_name)
+        shared = counts[id(parameters[name])] > 1
+        value = tensor.to(dtype=dtype, copy=True) if tensor.is_floating_point() else tensor.clone()
+        if prepare is not None:
+            value = prepare(name, value)
+        setattr(owner, attr, nn.Parameter(value, requires_grad=False))
+        if (type(owner) is nn.Linear and owner is not output and not shared
+                and not any(p.is_meta for p in owner.parameters())):
+            quantized = quantize_linear(owner, mode)
+            if quantized is not None:
+                parent_name, _, child = owner_name.rpartition(".")
+                setattr(model.get_submodule(parent_name), child, quantized)
+    if getattr(getattr(model, "config", None), "tie_word_embeddings", False):
+        model.tie_weights()
+    missing = [name for name, p in model.named_parameters() if p.is_meta]
+    if missing:
+        raise ValueError(f"the checkpoint has no values for {len(missing)} parameters, e.g. {missing[:3]}")
+
+
+def _tail(name: str) -> str:
+    """A state-dict key's module and attribute names, without the path: ``rotary_emb.inv_freq``."""
+    return ".".join(name.split(".")[-2:])

@@ -8,6 +8,7 @@ transformers 4.35's ``_init_weights`` drew them, so runs are reproducible.
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 
@@ -39,10 +40,14 @@ def merge_lora(model: nn.Module, pairs: dict[str, tuple[torch.Tensor, torch.Tens
     modules = dict(model.named_modules())
     for name, (a, b) in pairs.items():
         linear = modules[name]
-        scale = alpha / a.shape[0]
-        delta = (b.float().to(linear.weight.device) @ a.float().to(linear.weight.device)) * scale
-        linear.weight.copy_((linear.weight.float() + delta).to(linear.weight.dtype))
+        linear.weight.copy_(lora_merged(linear.weight, a, b, alpha))
     return len(pairs)
+
+
+def lora_merged(weight: torch.Tensor, a: torch.Tensor, b: torch.Tensor, alpha: float = LORA_ALPHA) -> torch.Tensor:
+    """``weight + B @ A * alpha / r``, computed in fp32, in ``weight``'s dtype."""
+    delta = (b.float().to(weight.device) @ a.float().to(weight.device)) * (alpha / a.shape[0])
+    return (weight.float() + delta).to(weight.dtype)
 
 
 @torch.no_grad()
@@ -60,21 +65,69 @@ def resize_for_molm(model, new_size: int, seed: int = 0) -> None:
 
 def load_llama(folder: str | Path, lora: dict[str, torch.Tensor], vocab_size: int, device: str, dtype: torch.dtype,
                quantization: str | None = None, seed: int = 0):
-    """LlamaForCausalLM from the official folder (``.bin`` shards read with ``weights_only=True``), LoRA merged, then,
-    with ``quantization`` ("int8" or "int4", on a CPU), every Linear's weights quantised (``shared.quantize``)."""
-    from transformers import LlamaForCausalLM
+    """LlamaForCausalLM from the official folder (``.bin`` shards read with ``weights_only=True``), LoRA merged.
 
-    from shared.quantize import quantize_linears
+    With ``quantization`` ("int8" or "int4", on a CPU) the shards stream into a model without weights, each Linear
+    merged and quantised as soon as it is read (``shared.quantize.fill_quantized``): loading never holds the whole
+    model in ``dtype`` (issue #28: 13 GB for Llama-2-7B in bf16, against about 4 GB quantised to int4)."""
+    from transformers import LlamaForCausalLM
 
     if quantization and device != "cpu":
         raise ValueError(f"quantization={quantization!r} runs on a CPU; a GPU runs the model in {dtype}")
-    model = LlamaForCausalLM.from_pretrained(str(folder), dtype=dtype, weights_only=True, low_cpu_mem_usage=True)
-    resize_for_molm(model, vocab_size, seed)
-    merged = merge_lora(model, lora_pairs(lora))
+    pairs = lora_pairs(lora)
+    if quantization:
+        model = _load_quantized(Path(folder), pairs, dtype, quantization)
+        merged = len(pairs)
+    else:
+        model = LlamaForCausalLM.from_pretrained(str(folder), dtype=dtype, weights_only=True, low_cpu_mem_usage=True)
+        merged = merge_lora(model, pairs)
     if merged and merged != len(LORA_TARGETS) * model.config.num_hidden_layers:
         raise ValueError(f"the checkpoint holds LoRA for {merged} modules, expected "
                          f"{len(LORA_TARGETS) * model.config.num_hidden_layers}")
+    resize_for_molm(model, vocab_size, seed)
     if quantization:
-        quantize_linears(model, quantization)  # after the merge: the LoRA is in the quantised weights
+        from shared.quantize import quantize_linears
+
+        quantize_linears(model, quantization)  # the output layer, now with the two new rows
     model.to(device)
     return model.eval()
+
+
+def _load_quantized(folder: Path, pairs: dict[str, tuple[torch.Tensor, torch.Tensor]], dtype: torch.dtype,
+                    mode: str):
+    """The Llama of ``folder`` with every Linear but the output layer in ``mode``, the LoRA in its weights, loaded
+    shard by shard and tensor by tensor (``shared.checkpoints.stream_torch_state``)."""
+    from accelerate import init_empty_weights
+    from transformers import GenerationConfig, LlamaConfig, LlamaForCausalLM
+
+    from shared.checkpoints import stream_torch_state
+    from shared.quantize import fill_quantized
+
+    config = LlamaConfig.from_pretrained(folder)
+    with init_empty_weights():  # parameters on the meta device, buffers (rotary frequencies) computed as usual
+        model = LlamaForCausalLM(config)
+    unused = set(pairs)
+
+    def merge(name: str, tensor: torch.Tensor) -> torch.Tensor:
+        module = name.removesuffix(".weight")
+        if module not in pairs:
+            return tensor
+        unused.discard(module)
+        return lora_merged(tensor, *pairs[module])
+
+    tensors = (item for shard in _shards(folder) for item in stream_torch_state(shard))
+    fill_quantized(model, tensors, mode, dtype, merge)
+    if unused:
+        raise ValueError(f"LoRA for modules the language model does not have: {sorted(unused)[:3]}")
+    if (folder / "generation_config.json").is_file():
+        model.generation_config = GenerationConfig.from_pretrained(folder)
+    return model
+
+
+def _shards(folder: Path) -> list[Path]:
+    """The ``.bin`` files of a Hugging Face checkpoint folder, in the order its index names them."""
+    index = folder / "pytorch_model.bin.index.json"
+    if index.is_file():
+        names = json.loads(index.read_text())["weight_map"].values()
+        return [folder / name for name in dict.fromkeys(sorted(names))]
+    return [folder / "pytorch_model.bin"]

@@ -26,11 +26,14 @@ def test_smoke_run_measures_every_option_request_and_decoding():
     units = {"KB": 1e3, "MB": 1e6, "GB": 1e9}
     pool_bytes = [float(r[2].split()[0]) * units[r[2].split()[1]] for r in options]
     assert pool_bytes[0] > pool_bytes[1] > pool_bytes[2] > 0
-    assert options[0][5] == "(baseline)"
-    assert all(0 <= float(r[5].rstrip("%")) <= 100 for r in options[1:])
+    assert options[0][6] == "(baseline)"
+    assert all(0 <= float(r[6].rstrip("%")) <= 100 for r in options[1:])
+    gib = [[float(cell.split()[0]) for cell in r[3:6]] for r in options]  # peak loading, resident, peak in all
+    assert all(0 < loading <= whole and 0 < resident <= whole for loading, resident, whole in gib)
     rows = table(done.stdout, "weights | request")
     assert [(r[0], r[1], r[2]) for r in rows] == [(w, kind, decoding) for w in ("bf16", "int8", "int4")
-                                                  for kind in ("description", "property (LogP)")
+                                                  for kind in ("description", "property (LogP)",
+                                                               "property, 16 tokens")
                                                   for decoding in ("official", "fast")]
     for row in rows:
         first_token, first_words, _, tokens, whole = (float(re.match(r"[\d.]+", cell).group()) for cell in row[3:8])

@@ -56,6 +56,23 @@ def test_the_lora_is_merged_before_quantising(pipes, tiny_snapshot):
     assert isinstance(pipes["int4"].llm.model.layers[0].mlp.down_proj, Int4Linear)
 
 
+@pytest.mark.parametrize("mode", ["int8", "int4"])
+def test_quantised_loading_streams_the_shards_into_the_model_that_quantising_after_loading_gives(pipes, mode):
+    """With DEMOHUB_QUANTIZE the shards stream in and each layer is quantised as it arrives (memory holds about the
+    quantised model, not the bf16 one): the result is, tensor for tensor, the bf16 model quantised after loading."""
+    import copy
+
+    from shared.quantize import quantize_linears
+
+    reference = copy.deepcopy(pipes["none"].llm)
+    quantize_linears(reference, mode)
+    expected, loaded = reference.state_dict(), pipes[mode].llm.state_dict()
+    assert list(loaded) == list(expected) and all(torch.equal(loaded[k], expected[k]) for k in expected)
+    rotary = pipes[mode].llm.model.rotary_emb  # computed at construction, not read (nor left on the meta device)
+    assert torch.equal(rotary.inv_freq, reference.model.rotary_emb.inv_freq) and not rotary.inv_freq.is_meta
+    assert pipes[mode].llm.generation_config.eos_token_id == pipes["none"].llm.generation_config.eos_token_id
+
+
 def test_quantised_answers_agree_with_bf16(pipes):
     """On the tiny checkpoint: the most likely next token along bf16's official answer, for each kind (measured on
     this machine: int8 95%, int4 81% of 64 tokens; a wrong scale or zero gives a few %; BENCHMARKS.md has the

@@ -100,3 +100,48 @@ def test_each_full_precision_weight_is_freed_as_its_layer_is_quantised(monkeypat
     monkeypatch.setattr(quantize, "quantize_linear", watched)
     assert quantize.quantize_linears(model, "int8") == 4
     assert alive == [4, 3, 2, 1]
+
+
+def empty_copy(model: nn.Module) -> nn.Module:
+    """``model``'s architecture with its parameters on the meta device (as a loader builds it before reading)."""
+    from accelerate import init_empty_weights
+
+    with init_empty_weights():
+        return nn.Sequential(*[nn.Linear(m.in_features, m.out_features) for m in model])
+
+
+@pytest.mark.parametrize("mode", ["int8", "int4"])
+def test_filling_an_empty_model_quantises_each_layer_as_it_arrives(monkeypatch, mode):
+    """``fill_quantized`` gives the model that loading in full and then quantising gives, while holding at most one
+    full-precision Linear at any time (a 7B model: one layer in bf16 beside the quantised ones, not 13 GB)."""
+    torch.manual_seed(0)
+    source = nn.Sequential(*[nn.Linear(128, 64) for _ in range(4)]).to(torch.bfloat16)
+    empty, plain_alive = empty_copy(source), []
+    original = quantize.quantize_linear
+
+    def watched(linear, kind):
+        plain_alive.append(sum(type(m) is nn.Linear and not m.weight.is_meta for m in empty))
+        return original(linear, kind)
+
+    monkeypatch.setattr(quantize, "quantize_linear", watched)
+    quantize.fill_quantized(empty, source.state_dict().items(), mode, torch.bfloat16)
+    assert plain_alive == [1, 1, 1, 1]
+    reference = quantize.quantize_linears(source, mode) and source.state_dict()
+    filled = empty.state_dict()
+    assert list(filled) == list(reference) and all(torch.equal(filled[k], reference[k]) for k in reference)
+
+
+def test_filling_refuses_a_key_the_model_lacks_and_a_parameter_left_empty():
+    """A key naming nothing in the model, or a parameter no key fills, is an error naming it; a key naming a buffer
+    the model computes itself (old Llama checkpoints hold ``rotary_emb.inv_freq``) is passed over."""
+    source = nn.Sequential(nn.Linear(64, 32), nn.Linear(32, 16))
+    tensors = list(source.state_dict().items())
+    empty = empty_copy(source)
+    empty.add_module("rotary_emb", nn.Module())
+    empty.rotary_emb.register_buffer("inv_freq", torch.ones(4), persistent=False)
+    quantize.fill_quantized(empty, [*tensors, ("0.rotary_emb.inv_freq", torch.zeros(4))], "int8", torch.float32)
+    assert torch.equal(empty.rotary_emb.inv_freq, torch.ones(4)) and type(empty[1]) is quantize.Int8Linear
+    with pytest.raises(ValueError, match=r"holds 2\.scale, which the model has no parameter for"):
+        quantize.fill_quantized(empty_copy(source), [*tensors, ("2.scale", torch.ones(1))], "int8", torch.float32)
+    with pytest.raises(ValueError, match=r"no values for 2 parameters, e\.g\. \['1\.weight', '1\.bias'\]"):
+        quantize.fill_quantized(empty_copy(source), tensors[:2], "int8", torch.float32)
