@@ -17,7 +17,11 @@ one padded ``generate`` and returns a tuple of them, one per molecule, each the 
 
 from __future__ import annotations
 
+import copy
+import inspect
+import threading
 import time
+from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -33,6 +37,7 @@ from apps.molm3d.properties import PropertyReference, reference
 from apps.molm3d.tasks import (
     EVAL_DECODING,
     NUM_MOL_TOKENS,
+    PROMPT_TEMPLATE,
     QUANTIZED_NOTE,
     build_prompt,
     parse_number,
@@ -108,6 +113,7 @@ class _PartialText:
         return scores
 
 
+PREFIX_CACHE_SIZE = 4  # instructions whose prompt start is kept (Llama-2-7B: ~0.5 MB a token, ~35 MB each)
 STREAM_EVERY = 4  # new tokens between two partial texts: a few words, a redraw a CPU second or so
 
 
@@ -121,6 +127,8 @@ class MoLM3DPipeline(Pipeline):
                  quantization: str | None = None):
         self.encoder, self.llm, self.tokenizer = encoder, llm, tokenizer  # MolQFormer, LlamaForCausalLM, MoLMTokenizer
         self.device, self.dtype, self.quantization = device, dtype, quantization  # "int8"/"int4": every answer says
+        self._prefixes: OrderedDict[tuple[int, ...], Any] = OrderedDict()  # prompt starts -> KV cache (_prefill)
+        self._prefix_lock = threading.Lock()
 
     @classmethod
     def from_pretrained(cls, path: str | Path, *, device: str = "cpu", dtype: torch.dtype = torch.float32,
@@ -217,11 +225,12 @@ class MoLM3DPipeline(Pipeline):
         processors = [RepetitionPenaltyLogitsProcessor(EVAL_DECODING["repetition_penalty"]), _StepCounter(advance)]
         if on_text is not None:
             processors.append(_PartialText(self.tokenizer, on_text, STREAM_EVERY, inputs.num_beams, inputs.single))
-        beams = {"num_beams": inputs.num_beams, "length_penalty": EVAL_DECODING["length_penalty"],
-                 **self._prefill(embeds, mask, inputs.num_beams)} \
-            if inputs.num_beams > 1 else {"num_beams": 1}  # greedy: no length penalty to apply, one prefill anyway
+        beams = {"num_beams": inputs.num_beams, "length_penalty": EVAL_DECODING["length_penalty"]} \
+            if inputs.num_beams > 1 else {"num_beams": 1}  # greedy: no length penalty to apply
+        prefilled = self._prefill(embeds, mask, inputs.num_beams, inputs.instruction,
+                                  [self.tokenizer.encode(p) for p in prompts])
         out = self.llm.generate(
-            inputs_embeds=embeds, attention_mask=mask, do_sample=False, **beams,
+            inputs_embeds=embeds, attention_mask=mask, do_sample=False, **beams, **prefilled,
             logits_processor=LogitsProcessorList(processors),
             max_new_tokens=inputs.max_new_tokens, min_new_tokens=inputs.min_new_tokens,
             eos_token_id=self.tokenizer.eos_token_id, pad_token_id=self.tokenizer.pad_token_id,
@@ -242,18 +251,50 @@ class MoLM3DPipeline(Pipeline):
             ))
         return tuple(answers)
 
-    def _prefill(self, embeds: torch.Tensor, mask: torch.Tensor, num_beams: int) -> dict[str, Any]:
-        """The KV cache of every prompt but its last token, computed once per molecule and then copied to its
-        ``num_beams`` beams, as ``generate``'s cache argument: ``generate`` alone would copy the prompt to the beams
-        first and run it ``num_beams`` times, for the same values (issue #28: 5x the prefill before the first token;
-        the beams' answers are unchanged, tests/molm3d/test_pipeline.py)."""
+    def _prefill(self, embeds: torch.Tensor, mask: torch.Tensor, num_beams: int, instruction: str,
+                 ids: list[list[int]]) -> dict[str, Any]:
+        """``generate``'s cache argument: the KV cache of every prompt but its last token, computed once per molecule
+        and copied to its ``num_beams`` beams (``generate`` alone would copy the prompt to the beams first and run it
+        ``num_beams`` times, for the same values: issue #28, 5x the prefill before the first token). One molecule's
+        prompt starts from the stored cache of its first tokens (the preamble and the instruction, the same for every
+        molecule asked the same): only its molecule and what follows run. The answers are those of ``generate``
+        alone, token for token (tests/molm3d/test_pipeline.py)."""
         positions = (mask.long().cumsum(-1) - 1).clamp(min=0)  # as generate numbers left-padded rows
-        out = self.llm.model(inputs_embeds=embeds[:, :-1], attention_mask=mask[:, :-1],
-                             position_ids=positions[:, :-1], use_cache=True)
-        name = "cache" if "cache" in out else "past_key_values"  # transformers >= 5.25 : before
+        name = _cache_argument(self.llm.model)
+        cache, start = self._shared_prefix(embeds, mask, positions, instruction, ids[0]) if len(ids) == 1 \
+            else (None, 0)
+        out = self.llm.model(inputs_embeds=embeds[:, start:-1], attention_mask=mask[:, :-1],
+                             position_ids=positions[:, start:-1], use_cache=True, **{name: cache})
         cache = out[name]
-        cache.batch_repeat_interleave(num_beams)
+        if num_beams > 1:
+            cache.batch_repeat_interleave(num_beams)
         return {name: cache}
+
+    def _shared_prefix(self, embeds: torch.Tensor, mask: torch.Tensor, positions: torch.Tensor, instruction: str,
+                       ids: list[int]) -> tuple[Any, int]:
+        """A copy of the KV cache of the prompt's tokens up to its molecule (computed once per instruction, the
+        last ``PREFIX_CACHE_SIZE`` kept), and how many tokens it holds."""
+        before, between, _ = PROMPT_TEMPLATE.split("{}")
+        head = self.tokenizer.encode(before + instruction + between.rstrip())
+        length = 0
+        for a, b in zip(head, ids[:-1]):  # the prompt's own tokens (a boundary may merge otherwise), not its last
+            if a != b:
+                break
+            length += 1
+        key = tuple(ids[:length])  # the very tokens, so an instruction never reuses another's cache
+        with self._prefix_lock:
+            stored = self._prefixes.get(key)
+            if stored is not None:
+                self._prefixes.move_to_end(key)
+        if stored is None:
+            name = _cache_argument(self.llm.model)
+            stored = self.llm.model(inputs_embeds=embeds[:, :length], attention_mask=mask[:, :length],
+                                    position_ids=positions[:, :length], use_cache=True)[name]
+            with self._prefix_lock:
+                self._prefixes[key] = stored
+                while len(self._prefixes) > PREFIX_CACHE_SIZE:
+                    self._prefixes.popitem(last=False)
+        return copy.deepcopy(stored), length  # generate appends to the cache it is given
 
     def _inputs(self, confs, prompts) -> tuple[torch.Tensor, torch.Tensor]:
         """Left-padded prompt embeddings with the 8 ``<mol>`` rows replaced by the projected Q-Former output."""
@@ -273,3 +314,9 @@ class MoLM3DPipeline(Pipeline):
         is_mol = tokens.eq(self.tokenizer.mol_token_id)  # [B, T], 8 per row
         embeds[is_mol] = mol_embeds.reshape(-1, mol_embeds.shape[-1])
         return embeds, mask
+
+
+def _cache_argument(model) -> str:
+    """The name a transformers model takes its KV cache by: ``cache`` from transformers 5.25, ``past_key_values``
+    before."""
+    return "cache" if "cache" in inspect.signature(model.forward).parameters else "past_key_values"
