@@ -10,9 +10,12 @@ First a process writes the language model's folder in the official layout (fp16 
 released ones are, a config, an r=8 LoRA beside it) with random weights. Then each weights option runs in a process of
 its own (so each peak memory is its own) and loads that folder through 3D-MoLM's loader (``load_llama``): bf16 as
 released (``from_pretrained``, then the LoRA merged), and ``DEMOHUB_QUANTIZE``'s int8 and int4 (the shards streamed
-tensor by tensor into an empty model, each Linear merged and quantised as it arrives). For a description and a
-property (LogP), with the official decoding (5 beams) and the fast one (greedy), it measures: seconds until the first
-token is chosen (the conformer, the encoder and the prompt's prefill), until the first words are on the page (the first
+tensor by tensor into an empty model, each Linear merged and quantised as it arrives). For a description, a property
+(LogP) at its token limit and at a real answer's 16 tokens, and a new free question (16 tokens), with the official
+decoding (5 beams) and the fast one (greedy), it measures: seconds until the first token is chosen (the conformer, the
+encoder and the prompt's prefill: a warm-up asks each request once about another molecule, so its prompt's start is
+stored, as on a hub in use, except for the new question, asked with nothing stored), until the first words are on
+the page (the first
 partial text, ``on_text``, after ``STREAM_EVERY`` tokens), per new token after the first, and for the whole answer; the
 process's peak memory while loading and in all, its resident memory once the model is ready, and the bytes the model
 pool counts. Agreement with bf16 and the official decoding: the answer's text (the same or not), and the top-1
@@ -48,8 +51,12 @@ from shared.registry import human_bytes  # noqa: E402
 
 MOLECULE = "CC(=O)Oc1ccccc1C(=O)O"  # aspirin
 REQUESTS = {"description": dict(task="caption"), "property (LogP)": dict(task="logp"),
-            "property, 16 tokens": dict(task="logp", max_new_tokens=16)}  # a real number's answer: the official
-# decoding writes at least 16 tokens, and a number ends soon after; random weights never end, so this one is capped
+            "property, 16 tokens": dict(task="logp", max_new_tokens=16),  # a real number's answer: the official
+            # decoding writes at least 16 tokens, and a number ends soon after; random weights never end, so capped
+            "new question, 16 tokens": dict(question="Which functional groups does this molecule have?",
+                                            max_new_tokens=16)}
+NEW = "new question, 16 tokens"  # asked with no stored prompt start: the first visitor to ask it
+OTHER_MOLECULE = "CN1C=NC2=C1C(=O)N(C(=O)N2C)C"  # caffeine: the warm-up asks every other request about it once
 DTYPES = {"bf16": torch.bfloat16, "fp32": torch.float32}
 WEIGHTS = ("bf16", "int8", "int4")  # the model's dtype (--dtype), then DEMOHUB_QUANTIZE's
 
@@ -201,10 +208,14 @@ def run_option(args: argparse.Namespace) -> dict:
     load_peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
     resident = resident_bytes()
     pool_bytes = estimate_bytes(pipe.llm)
-    pipe(MOLECULE, task="logp", decoding="fast", max_new_tokens=2, min_new_tokens=2)  # warm-up
+    for kind, request in REQUESTS.items():  # warm-up: each instruction's prompt start stored, as on a hub in use
+        if kind != NEW:
+            pipe(OTHER_MOLECULE, decoding="fast", **{**request, "max_new_tokens": 1, "min_new_tokens": 1})
     rows, agree, total = [], 0, 0
     for kind, request in REQUESTS.items():
         for decoding in ("official", "fast"):
+            if kind == NEW:
+                pipe._prefixes.clear()  # the pipeline's stored prompt starts: this question comes first
             m = measure(pipe, request, decoding)
             m.update(request=kind, decoding=decoding, load=os.getloadavg()[0])
             rows.append(m)

@@ -33,7 +33,7 @@ def test_smoke_run_measures_every_option_request_and_decoding():
     rows = table(done.stdout, "weights | request")
     assert [(r[0], r[1], r[2]) for r in rows] == [(w, kind, decoding) for w in ("bf16", "int8", "int4")
                                                   for kind in ("description", "property (LogP)",
-                                                               "property, 16 tokens")
+                                                               "property, 16 tokens", "new question, 16 tokens")
                                                   for decoding in ("official", "fast")]
     for row in rows:
         first_token, first_words, _, tokens, whole = (float(re.match(r"[\d.]+", cell).group()) for cell in row[3:8])
