@@ -42,10 +42,10 @@ EMPTY_CELL = "—"
 QUANTIZE_TRADE_OFF = (
     "On a CPU the operator may opt in to int8 or int4 weights for the language model (`DEMOHUB_QUANTIZE`; "
     "`demohub doctor` says which run here). Measured at Llama-2-7B's size on a 2-core CPU with the fast decoding: "
-    "int8 wrote a 128-token description in 44 s against bf16's 73 s, its first words after 3.7 s, in 6.9 GiB of "
-    "memory instead of 13.0; int4 needs 4.1 GiB, but its first token takes 12-13 s. On random weights their top "
-    "token agreed with bf16's at 71% (int8) and 7% (int4) of the positions, a pessimistic measure. bf16 with the "
-    "official decoding stays the default.")
+    "int4 wrote a 128-token description in 34 s against bf16's 101 s and a 16-token property answer in 7.2 s, its "
+    "first words after 4.3 s, in 5.8 GiB of memory at most instead of 22.1; int8 took 43 s and 12.6 s in 8.4 GiB. "
+    "On random weights their top token agreed with bf16's at 71% (int8) and 6% (int4) of the positions, a "
+    "pessimistic measure. bf16 with the official decoding stays the default.")
 UTF8_MAX_BYTES = 4  # a file over MAX_INPUT_CHARS * 4 bytes cannot be MAX_INPUT_CHARS characters: not read at all
 
 
