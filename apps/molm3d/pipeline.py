@@ -277,7 +277,7 @@ class MoLM3DPipeline(Pipeline):
         before, between, _ = PROMPT_TEMPLATE.split("{}")
         head = self.tokenizer.encode(before + instruction + between.rstrip())
         length = 0
-        for a, b in zip(head, ids[:-1]):  # the prompt's own tokens (a boundary may merge otherwise), not its last
+        for a, b in zip(head, ids[:-1], strict=False):  # the prompt's own tokens (a boundary may merge), not its last
             if a != b:
                 break
             length += 1
