@@ -22,7 +22,7 @@ def explicit_int4(weight: torch.Tensor, group: int) -> torch.Tensor:
 
 
 @pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float32])
-@pytest.mark.parametrize("rows", [1, quantize.FEW_ROWS + 5])  # the packed kernel, and a long prompt's path
+@pytest.mark.parametrize("rows", [1, quantize.PACKED_ROWS + 5])  # the packed kernel, and a long prompt's path
 def test_int8_and_int4_layers_compute_what_their_codes_stand_for(dtype, rows):
     torch.manual_seed(0)
     linear = nn.Linear(256, 96).to(dtype)
