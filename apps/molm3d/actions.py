@@ -42,10 +42,9 @@ EMPTY_CELL = "—"
 QUANTIZE_TRADE_OFF = (
     "On a CPU the operator may opt in to int8 or int4 weights for the language model (`DEMOHUB_QUANTIZE`; "
     "`demohub doctor` says which run here). Measured at Llama-2-7B's size on a 2-core CPU with the fast decoding: "
-    "int4 wrote a 128-token description in 34 s against bf16's 101 s and a 16-token property answer in 7.2 s, its "
-    "first words after 4.3 s, in at most 5.8 GiB of memory against bf16's 22.1; int8 took 43 s and 12.6 s in 8.4 "
-    "GiB. "
-    "On random weights their top token agreed with bf16's at 71% (int8) and 6% (int4) of the positions, a "
+    "int4 wrote a 128-token description in 34 s against bf16's 112 s and a 16-token property answer in 7.1 s, its "
+    "first words after 4.2 s, in at most 5.6 GiB of memory against bf16's 22.0; int8 wrote that answer in 9.3 s in "
+    "8.5 GiB. On random weights their top token agreed with bf16's at 71% (int8) and 6% (int4) of the positions, a "
     "pessimistic measure. bf16 with the official decoding stays the default.")
 UTF8_MAX_BYTES = 4  # a file over MAX_INPUT_CHARS * 4 bytes cannot be MAX_INPUT_CHARS characters: not read at all
 
