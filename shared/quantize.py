@@ -113,10 +113,7 @@ def quantize_linears(model: nn.Module, mode: str) -> int:
     shares (tied embeddings) stays as it is: quantising it would untie, and store, a second copy."""
     if mode == "none":
         return 0
-    counts: dict[int, int] = {}
-    for module in model.modules():
-        for tensor in module.parameters(recurse=False):
-            counts[id(tensor)] = counts.get(id(tensor), 0) + 1
+    counts = _uses(model)
     # (parent, name) pairs, not the Linears themselves: a list holding them would keep every full-precision weight
     # alive until the end (a 7B model's bf16 and int8 copies at once: 19 GiB instead of 14)
     places = [(parent, name) for parent in model.modules() for name, child in parent.named_children()
@@ -145,9 +142,7 @@ def fill_quantized(model: nn.Module, tensors: Iterable[tuple[str, torch.Tensor]]
     a parameter no key fills is refused after the last tensor."""
     output = model.get_output_embeddings() if hasattr(model, "get_output_embeddings") else None
     parameters = dict(model.named_parameters(remove_duplicate=False))
-    counts: dict[int, int] = {}
-    for tensor in parameters.values():
-        counts[id(tensor)] = counts.get(id(tensor), 0) + 1
+    counts = _uses(model)
     computed = {_tail(name) for name, _ in model.named_buffers()}  # e.g. rotary_emb.inv_freq
     for name, tensor in tensors:
         if name not in parameters:
@@ -172,6 +167,15 @@ def fill_quantized(model: nn.Module, tensors: Iterable[tuple[str, torch.Tensor]]
     missing = [name for name, p in model.named_parameters() if p.is_meta]
     if missing:
         raise ValueError(f"the checkpoint has no values for {len(missing)} parameters, e.g. {missing[:3]}")
+
+
+def _uses(model: nn.Module) -> dict[int, int]:
+    """How many modules hold each parameter (by ``id``): more than one for a tied weight."""
+    counts: dict[int, int] = {}
+    for module in model.modules():
+        for tensor in module.parameters(recurse=False):
+            counts[id(tensor)] = counts.get(id(tensor), 0) + 1
+    return counts
 
 
 def _tail(name: str) -> str:
