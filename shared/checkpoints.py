@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
-import ctypes.util
 import errno
 import hashlib
 import logging
@@ -24,7 +23,6 @@ from shared.errors import CheckpointError
 from shared.weights import hf_cache_dir
 
 log = logging.getLogger(__name__)
-_LIBC = ctypes.CDLL(ctypes.util.find_library("c"), use_errno=True) if hasattr(mmap, "MADV_DONTNEED") else None
 
 
 def load_torch_checkpoint(path: str | Path, safe_globals: tuple = ()):
@@ -84,8 +82,8 @@ def _drop_pages(tensor) -> None:
     page = mmap.PAGESIZE
     start = -(-tensor.data_ptr() // page) * page
     end = (tensor.data_ptr() + tensor.numel() * tensor.element_size()) // page * page
-    if end > start and _LIBC is not None:
-        _LIBC.madvise(ctypes.c_void_p(start), ctypes.c_size_t(end - start), mmap.MADV_DONTNEED)
+    if end > start and hasattr(mmap, "MADV_DONTNEED"):  # the process's own symbols hold libc's madvise
+        ctypes.CDLL(None).madvise(ctypes.c_void_p(start), ctypes.c_size_t(end - start), mmap.MADV_DONTNEED)
 
 
 def load_safetensors(path: str | Path) -> dict:
