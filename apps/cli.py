@@ -132,6 +132,7 @@ def cmd_doctor(args: argparse.Namespace) -> int:
     print(f"Hugging Face  {'reachable' if problem is None else 'not reachable'}: {problem or endpoint}")
     print(f"Checkpoints   {os.environ.get('DEMOHUB_CHECKPOINTS') or weights.BUNDLED_ROOT}")
     print(f"Weights lock  {weights.lock_path()}")
+    print(f"Client share  {_share_line()}")
     print("Weights here:")
     for demo in DEMOS:
         for ws in demo.weight_sets:
@@ -139,6 +140,20 @@ def cmd_doctor(args: argparse.Namespace) -> int:
             if st.here:
                 print(f"  {demo.id}/{ws.name} ({st.value}, {weights.pin(demo.id, ws)})")
     return 0
+
+
+def _share_line() -> str:
+    """What one client may hold of a hub served with this environment's DEMOHUB_* settings (docs/deploying.md)."""
+    from apps.settings import from_env
+    from shared.registry import human_bytes
+
+    s = from_env()
+    proxies = s.forwarded_allow_ips or "none"
+    return (f"{s.max_connections_per_address} connections (of {s.max_connections}), {s.client_streams} streams "
+            f"(idle {s.stream_idle:g} s, results {s.stream_timeout:g} s), {s.client_jobs} jobs (queue "
+            f"{s.queue_size}), {human_bytes(s.client_upload_quota)} of uploads (kept {s.anonymous_upload_retention} s "
+            f"without a login), bodies at {human_bytes(s.min_body_rate)}/s after {s.read_timeout:g} s, "
+            f"{s.login_attempts} wrong passwords before waits; trusted proxies: {proxies}")
 
 
 def _quantize_line() -> str:

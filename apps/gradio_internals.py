@@ -117,13 +117,14 @@ def set_delete_cache(blocks, every_and_age: tuple[int, int] | None) -> None:
     blocks.delete_cache = every_and_age
 
 
-def wrap_queue_push(blocks, refuse: Callable[[Any, Any, Any], tuple[str, str] | None]) -> None:
-    """The queue's ``push`` asks ``refuse(queue, body, request)`` first: ``(state, sentence)`` refuses the job."""
+def wrap_queue_push(blocks, refuse: Callable[[Any, Any, Any, str | None], tuple[str, str] | None]) -> None:
+    """The queue's ``push`` asks ``refuse(queue, body, request, username)`` first: ``(state, sentence)`` refuses the
+    job (an ``HTTPException`` it raises answers the request as it says)."""
     queue = blocks._queue
     push = queue.push
 
     async def admitted_push(body, request, username):
-        refusal = refuse(queue, body, request)
+        refusal = refuse(queue, body, request, username)
         if refusal is not None:
             state, detail = refusal
             return False, detail, state

@@ -5,9 +5,16 @@
   (chunked) body is counted while it arrives and refused the moment it passes the budget. Nothing is parsed first, so
   a login check behind it (Gradio parses JSON before checking ``--auth``) costs a stranger nothing either.
 - **Time to send**: a client has ``--read-timeout`` seconds to send a request's headers (the connection guard, at the
-  protocol level, where unfinished headers live) and may pause no longer than that while sending its body (here).
+  protocol level, where unfinished headers live), may pause no longer than that while sending its body, and once that
+  time has passed must have sent ``--min-body-rate`` bytes a second on average (here): a total deadline for every
+  body, so a slow drip is closed within seconds whatever length it declares.
+- **Streams**: an event stream that sends nothing for ``--stream-idle`` seconds, or a result stream open for
+  ``--stream-timeout`` seconds, is ended (``BoundedRequest``'s watchdog); how many one client holds is its share
+  (``apps.shares``).
 - **Connections**: at most ``--max-connections`` open at once, ``--max-connections-per-address`` from one address;
-  beyond that a connection gets a one-line 503 and is closed (slowloris holds no file descriptor for long).
+  a full hub makes room for a newcomer by closing a connection of the address that holds the most (when it holds at
+  least two more), else the newcomer gets a one-line 503 (slowloris holds no file descriptor for long, and a crowd of
+  drips from many addresses never locks another visitor out).
 - **What an error says**: an error response from a route (Gradio's pydantic dumps, a library exception's text in a
   400 or 500) reaches the visitor as a sentence; the original goes to the log under an error id.
 """
@@ -16,13 +23,18 @@ from __future__ import annotations
 
 import ast
 import asyncio
+import contextlib
 import html
 import json
 import logging
 import re
 import resource
+import time
+from collections import Counter
+from collections.abc import Callable
 from typing import Any
 
+from apps.shares import LOGIN_NEEDED
 from shared.errors import report
 from shared.registry import human_bytes
 
@@ -32,6 +44,10 @@ BODY_TOO_BIG = ("This request is {size}; this address takes at most {limit}. Sen
                 "which may hold {upload})." )
 BODY_TOO_BIG_STREAMED = "This request passed {limit}, the most this address takes; send less."
 TOO_SLOW = "The request took too long to arrive (over {seconds:g} s without data); send it again in one go."
+TOO_SLOW_RATE = ("The request arrived too slowly (under {rate} a second on average); send it again over a faster "
+                 "connection.")
+ROOM_MADE = ("The hub closed this connection to make room for other visitors: your address held the most connections "
+             "of a full hub. Open fewer at once.")
 CONNECTIONS_FULL = "The hub has too many open connections right now; please try again in a minute."
 ADDRESS_FULL = "Too many open connections from your address; close some tabs or clients and try again."
 INTERNAL = ("Something went wrong on our side (error id {error_id}; the server log has the details). The hub is "
@@ -51,6 +67,21 @@ _INTERNAL_TEXT = re.compile(
     r"Traceback|File \"|site-packages|pydantic|Original error|\b[A-Z]\w*(?:Error|Exception)\b|object has no "
     r"attribute|object is not|' object|not supported between|unhashable|NoneType|(?:^|[\s'\"(=])/(?:tmp|root|home|"
     r"usr|work|var|opt|proc|etc)/")
+
+
+_QUIET: dict[str, list[float]] = {}
+
+
+def log_quietly(key: str, message: str, *args: Any, every: float = 60.0) -> None:
+    """``message`` at INFO at most once every ``every`` seconds per ``key``, with how many were left out meanwhile
+    (a stranger's 300 refused requests a second cannot fill the log)."""
+    now = time.monotonic()
+    last, skipped = _QUIET.get(key, (-every, 0))
+    if now - last < every:
+        _QUIET[key] = [last, skipped + 1]
+        return
+    _QUIET[key] = [now, 0]
+    log.info(message + (f" (and {skipped} more like it in the last {every:.0f} s)" if skipped else ""), *args)
 
 
 def looks_internal(text: str) -> bool:
@@ -111,6 +142,9 @@ def clean_error(status: int, body: bytes, path: str) -> bytes | None:
     such as "Not Found". Replaced: pydantic's dumps (by a sentence saying what is wrong), and any error that says
     nothing (Gradio's null for an exception that is not a ``gr.Error``) or ``looks_internal`` (by a sentence with
     an error id; the original goes to the log under it)."""
+    if status == 401:  # Gradio's login check: a sentence saying how to log in, in the shape its clients read
+        log_quietly("401", "answered a request without a login on %s", path[:100])
+        return json.dumps({"detail": {"error": LOGIN_NEEDED, "auth_message": LOGIN_NEEDED}}).encode()
     try:
         payload = json.loads(body)
     except (ValueError, UnicodeDecodeError):
@@ -218,26 +252,44 @@ class BoundedRequest:
     arriving) it answers the client itself (413/408, ``Connection: close``) and tells the app the client left. ``send``
     drops what the app sends after that, and replaces the body of an error response that ``clean_error`` objects to."""
 
-    def __init__(self, receive, send, *, limit: int, timeout: float, path: str):
+    def __init__(self, receive, send, *, limit: int, timeout: float, path: str, min_rate: int = 0,
+                 stream_idle: float | None = None, stream_total: float | None = None):
         self._receive, self._send = receive, send
-        self.limit, self.timeout, self.path = limit, timeout, path
+        self.limit, self.timeout, self.path, self.min_rate = limit, timeout, path, min_rate
+        self.stream_idle, self.stream_total = stream_idle, stream_total
         self.received = 0
         self.body_done = False
         self.refused = False
         self.started = False
+        self.began = time.monotonic()  # the request's headers are in: its body's clock starts
         self._held: dict | None = None  # an error response's start, held until its body is read
         self._stream = False  # the response is an event stream (each chunk cleaned on its way)
         self._chunks: list[bytes] = []
+        self._last_sent = self.began
+        self._gone = asyncio.Event()  # set when the hub ends this request (a refusal, a stream past its limits)
+        self._watchdog: asyncio.Task | None = None
+
+    def _body_wait(self) -> float:
+        """Seconds the next body chunk may take: ``timeout`` for a pause, and no later than the point where the bytes
+        received so far fall under ``min_rate`` a second after the first ``timeout`` seconds (a total deadline)."""
+        wait = self.timeout
+        if self.min_rate:
+            wait = min(wait, self.began + self.timeout + self.received / self.min_rate - time.monotonic())
+        return max(wait, 0.05)
 
     async def receive(self) -> dict:
         if self.refused:
             return {"type": "http.disconnect"}
-        if self.body_done:
-            return await self._receive()  # e.g. a streaming response waiting for the client to leave: no deadline
+        if self.body_done:  # e.g. a streaming response waiting for the client to leave, or for the hub to end it
+            return await self._receive() if self._watchdog is None else await self._receive_until_gone()
         try:
-            message = await asyncio.wait_for(self._receive(), self.timeout)
+            message = await asyncio.wait_for(self._receive(), self._body_wait())
         except asyncio.TimeoutError:
-            await self.refuse(408, TOO_SLOW.format(seconds=self.timeout))
+            if time.monotonic() - self.began > self.timeout + 0.01:
+                sentence = TOO_SLOW_RATE.format(rate=human_bytes(self.min_rate))
+            else:
+                sentence = TOO_SLOW.format(seconds=self.timeout)
+            await self.refuse(408, sentence)
             return {"type": "http.disconnect"}
         if message["type"] == "http.request":
             self.received += len(message.get("body", b""))
@@ -247,12 +299,48 @@ class BoundedRequest:
             self.body_done = not message.get("more_body", False)
         return message
 
+    async def _receive_until_gone(self) -> dict:
+        """The client's next message, or a disconnect as soon as the hub ends the stream (the route stops then)."""
+        message, gone = asyncio.ensure_future(self._receive()), asyncio.ensure_future(self._gone.wait())
+        done, _ = await asyncio.wait({message, gone}, return_when=asyncio.FIRST_COMPLETED)
+        for task in (message, gone):
+            if task not in done:
+                task.cancel()
+        return message.result() if message in done else {"type": "http.disconnect"}
+
     async def refuse(self, status: int, sentence: str) -> None:
         log.info("refused a request on %s: HTTP %d (%s)", self.path, status, sentence)
         self.refused = True
+        self._gone.set()
         if not self.started:
             self.started = True
             await respond(self._send, status, sentence, close=True)
+
+    def _watch_stream(self) -> None:
+        if self._watchdog is None and (self.stream_idle or self.stream_total):
+            self._watchdog = asyncio.ensure_future(self._watch())
+
+    async def _watch(self) -> None:
+        """End the event stream once it sent nothing for ``stream_idle`` seconds or was open ``stream_total``."""
+        while not self.refused:
+            due = min(t for t in (self._last_sent + self.stream_idle if self.stream_idle else None,
+                                  self.began + self.stream_total if self.stream_total else None) if t is not None)
+            if time.monotonic() < due:
+                await asyncio.sleep(due - time.monotonic() + 0.01)
+                continue
+            idle = bool(self.stream_idle) and time.monotonic() >= self._last_sent + self.stream_idle
+            log.info("ended an event stream on %s: %s", self.path,
+                     f"nothing sent for {self.stream_idle:g} s" if idle else f"open for {self.stream_total:g} s")
+            self.refused = True
+            self._gone.set()
+            with contextlib.suppress(Exception):
+                await self._send({"type": "http.response.body", "body": b"", "more_body": False})
+            return
+
+    def close(self) -> None:
+        """The route is done: stop the stream's watchdog."""
+        if self._watchdog is not None:
+            self._watchdog.cancel()
 
     async def send(self, message: dict) -> None:
         if self.refused:
@@ -261,10 +349,13 @@ class BoundedRequest:
             self.started = True
             self._stream = dict(message.get("headers", [])).get(b"content-type", b"").startswith(
                 b"text/event-stream")
+            if self._stream:
+                self._watch_stream()
             if message["status"] >= 400 and _is_text(message):
                 self._held = message
                 return
         elif message["type"] == "http.response.body" and self._stream:
+            self._last_sent = time.monotonic()
             message = {**message, "body": clean_stream(message.get("body", b""), self.path)}
         elif message["type"] == "http.response.body" and self._held is not None:
             self._chunks.append(message.get("body", b""))
@@ -325,27 +416,61 @@ def _refusal(sentence: str) -> bytes:
             + str(len(body)).encode() + b"\r\nconnection: close\r\n\r\n" + body)
 
 
-def guarded_protocol(base: type, *, max_connections: int, per_address: int | None, header_timeout: float) -> type:
-    """``base`` (uvicorn's HTTP protocol class) with a connection count and a deadline for each request's headers.
+def _peer_host(transport) -> str | None:
+    peer = transport.get_extra_info("peername")
+    return peer[0] if isinstance(peer, tuple) else None
 
-    A connection over ``max_connections`` (or ``per_address`` from one address) gets a 503 line and is closed before
-    uvicorn sees it. A connection must deliver a request's headers within ``header_timeout`` seconds of its first byte
-    (of its opening, for a new connection), else it is closed: uvicorn has no such deadline, so unfinished headers
-    would hold the connection for ever."""
+
+def _receiving(protocol) -> bool:
+    """Whether a connection is between responses: waiting for (or reading) a request, not answering one."""
+    cycle = getattr(protocol, "cycle", None)
+    return cycle is None or cycle.response_complete or not cycle.response_started
+
+
+def room_for(connections, host: str | None, exempt: Callable[[str], bool]) -> Any | None:
+    """The connection to close so that ``host`` gets a fair share of a full hub: one of the address holding the most
+    connections, when that address holds at least two more than ``host`` (a trusted proxy, ``exempt``, is never
+    chosen: it carries many visitors). Among that address's connections: one between responses, the oldest first.
+    None: the newcomer already holds its share."""
+    counts = Counter(c.client[0] for c in connections if c.client and not exempt(c.client[0]))
+    if not counts:
+        return None
+    heaviest, most = counts.most_common(1)[0]
+    if most < counts.get(host, 0) + 2:
+        return None
+    theirs = [c for c in connections if c.client and c.client[0] == heaviest]
+    return min(theirs, key=lambda c: (not _receiving(c), getattr(c, "opened_at", 0.0)))
+
+
+def guarded_protocol(base: type, *, max_connections: int, per_address: int | None, header_timeout: float,
+                     exempt: Callable[[str], bool] = lambda host: False) -> type:
+    """``base`` (uvicorn's HTTP protocol class) with a fair share of connections and a deadline for each request's
+    headers.
+
+    A connection over ``per_address`` from one address (trusted proxies, ``exempt``, excepted) gets a 503 line and is
+    closed before uvicorn sees it. A full hub (``max_connections``) makes room for a newcomer by closing a connection
+    of the address that holds the most (``room_for``; that client reads ``ROOM_MADE`` when it was between responses),
+    else the newcomer gets the 503 line. A connection must deliver a request's headers within ``header_timeout``
+    seconds of its first byte (of its opening, for a new connection), else it is closed: uvicorn has no such deadline,
+    so unfinished headers would hold the connection for ever."""
 
     class Guarded(base):
         _deadline: asyncio.TimerHandle | None = None
         _refused = False
+        opened_at = 0.0
 
         def connection_made(self, transport) -> None:
-            peer = transport.get_extra_info("peername")
-            host = peer[0] if isinstance(peer, tuple) else None
+            host = _peer_host(transport)
             sentence = None
-            if len(self.connections) >= max_connections:
-                sentence = CONNECTIONS_FULL
-            elif per_address is not None and host is not None and sum(
+            if per_address is not None and host is not None and not exempt(host) and sum(
                     1 for c in self.connections if c.client and c.client[0] == host) >= per_address:
                 sentence = ADDRESS_FULL
+            elif len(self.connections) >= max_connections:
+                victim = room_for(self.connections, host, exempt)
+                if victim is None:
+                    sentence = CONNECTIONS_FULL
+                else:
+                    victim.make_room()
             if sentence is not None:
                 self._refused = True
                 log.warning("refused a connection from %s: %s", host, sentence)
@@ -353,7 +478,17 @@ def guarded_protocol(base: type, *, max_connections: int, per_address: int | Non
                 transport.close()
                 return
             super().connection_made(transport)
+            self.opened_at = time.monotonic()
             self._arm()
+
+        def make_room(self) -> None:
+            """Close this connection for a newcomer (``room_for`` chose it); gone from the count at once."""
+            log.info("closed a connection from %s to make room for another client", (self.client or ("?",))[0])
+            self.connections.discard(self)
+            if self.transport is not None and not self.transport.is_closing():
+                if _receiving(self):
+                    self.transport.write(_refusal(ROOM_MADE))
+                self.transport.close()
 
         def connection_lost(self, exc) -> None:
             if self._deadline is not None:
@@ -385,7 +520,8 @@ def guarded_protocol(base: type, *, max_connections: int, per_address: int | Non
     return Guarded
 
 
-def guard_connections(server: Any, *, max_connections: int, per_address: int | None, header_timeout: float) -> None:
+def guard_connections(server: Any, *, max_connections: int, per_address: int | None, header_timeout: float,
+                      exempt: Callable[[str], bool] = lambda host: False) -> None:
     """Make every later connection of a running uvicorn ``server`` a guarded one (``guarded_protocol``).
 
     uvicorn builds each connection's protocol from ``server.config.http_protocol_class`` when the connection opens;
@@ -396,4 +532,10 @@ def guard_connections(server: Any, *, max_connections: int, per_address: int | N
     if getattr(base, "__name__", "").startswith("Guarded"):
         return
     config.http_protocol_class = guarded_protocol(base, max_connections=connection_cap(max_connections),
-                                                  per_address=per_address, header_timeout=header_timeout)
+                                                  per_address=per_address, header_timeout=header_timeout,
+                                                  exempt=exempt)
+    # No "server: uvicorn" header: a visitor learns nothing of the server (the headers are rebuilt every second).
+    config.encoded_headers = [(k, v) for k, v in config.encoded_headers if k.lower() != b"server"]
+    state = getattr(server, "server_state", None)
+    if state is not None:
+        state.default_headers = [(k, v) for k, v in state.default_headers if k.lower() != b"server"]

@@ -28,10 +28,12 @@ import logging
 import os
 import re
 import secrets
+import time
 from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
+from urllib.parse import parse_qs
 
 from apps import gradio_internals
 from apps.limits import (
@@ -40,10 +42,12 @@ from apps.limits import (
     BoundedRequest,
     declared_length,
     guard_connections,
+    log_quietly,
     respond,
     shorten,
 )
 from apps.settings import ServeSettings
+from apps.shares import JOBS_FULL, LOGIN_NEEDED, Refusal, Shares, client_of, logged_in_user, trusted_proxies
 from shared.errors import report
 from shared.registry import human_bytes
 from shared.weights import free_bytes
@@ -142,23 +146,47 @@ def job_owner(session_hash: str | None, request: Any = None) -> str | None:
 
     Every MCP tool call reaches the queue through Gradio's one loopback client, i.e. one session for all agents; the
     caller header (set by HubGuard, dropped from any request but the loopback's) tells the agents apart."""
-    headers = getattr(request, "headers", None)
-    caller = headers.get(CALLER_HEADER.decode()) if headers is not None else None
+    caller = _mcp_caller(request)
     return f"mcp:{caller}" if caller else session_hash
+
+
+def _mcp_caller(request: Any) -> str | None:
+    headers = getattr(request, "headers", None)
+    return headers.get(CALLER_HEADER.decode()) if headers is not None else None
+
+
+def job_client(request: Any, username: str | None) -> str:
+    """Whose share an event counts against (``apps.shares.client_of``): an MCP tool's caller, else the login, else the
+    address (a trusted proxy's forwarded one)."""
+    caller = _mcp_caller(request)
+    if caller:
+        return caller
+    if username:
+        return f"user:{username}"
+    client = getattr(request, "client", None)
+    return f"addr:{getattr(client, 'host', None) or 'unknown'}"
+
+
+def _events(queue):
+    """Every event waiting in any concurrency group or running."""
+    yield from (e for q in queue.event_queue_per_concurrency_id.values() for e in q.queue)
+    yield from (e for job in queue.active_jobs if job for e in job)
 
 
 def pending_jobs(queue, owner: str) -> int:
     """Events of one owner (``job_owner``) that wait in any concurrency group or are running."""
-    def owned(event) -> bool:
-        return job_owner(event.session_hash, getattr(event, "request", None)) == owner
-
-    waiting = sum(owned(e) for q in queue.event_queue_per_concurrency_id.values() for e in q.queue)
-    running = sum(owned(e) for job in queue.active_jobs if job for e in job)
-    return waiting + running
+    return sum(job_owner(e.session_hash, getattr(e, "request", None)) == owner for e in _events(queue))
 
 
-def admit(queue, body, settings: ServeSettings, request: Any = None) -> tuple[str, Any] | None:
-    """Why the queue refuses this event, as (Gradio's refusal state, detail), or None to let it in."""
+def client_jobs(queue, client: str) -> int:
+    """Events of one client (``job_client``), all its sessions together, waiting or running."""
+    return sum(job_client(getattr(e, "request", None), getattr(e, "username", None)) == client for e in _events(queue))
+
+
+def admit(queue, body, settings: ServeSettings, request: Any = None, username: str | None = None):
+    """Why the queue refuses this event, as (Gradio's refusal state, detail), or None to let it in. A client past its
+    share of jobs (``--client-jobs``, all its sessions together) is refused with a 429 and Retry-After (an
+    ``HTTPException``; an MCP caller reads the sentence as a refused input)."""
     owner = job_owner(body.session_hash, request)
     agent = bool(owner and owner.startswith("mcp:"))
     if not settings.allow_url_inputs and (url := _url_in(body.data)):
@@ -169,6 +197,16 @@ def admit(queue, body, settings: ServeSettings, request: Any = None) -> tuple[st
     pending = pending_jobs(queue, owner) if owner else 0
     if pending >= settings.session_jobs:
         return _queue_full(TOO_MANY.format(pending=pending, limit=settings.session_jobs), agent)
+    client = job_client(request, username)
+    held = client_jobs(queue, client)
+    if held >= settings.client_jobs:
+        sentence = JOBS_FULL.format(pending=held, limit=settings.client_jobs)
+        log.info("refused a job of %s: %d waiting or running", client, held)
+        if agent:
+            return _queue_full(sentence, agent)
+        from fastapi import HTTPException
+
+        raise HTTPException(429, detail=sentence, headers={"Retry-After": "10"})
     return None
 
 
@@ -184,7 +222,8 @@ def _queue_full(message: str, agent: bool) -> tuple[str, Any]:
 
 def install_queue_rules(blocks, settings: ServeSettings) -> None:
     """``admit`` at the queue's one door (``/queue/join`` and ``/call/*``)."""
-    gradio_internals.wrap_queue_push(blocks, lambda queue, body, request: admit(queue, body, settings, request))
+    gradio_internals.wrap_queue_push(
+        blocks, lambda queue, body, request, username: admit(queue, body, settings, request, username))
 
 
 def loopback_client(settings: ServeSettings, secret: str) -> Callable[[str], Any]:
@@ -202,30 +241,44 @@ def loopback_client(settings: ServeSettings, secret: str) -> Callable[[str], Any
 
 
 class HubGuard:
-    """ASGI middleware: every request's body budget and deadline and clean error responses, uploads with a disk
-    reserve, the operator-only stats route, example files by name, and the MCP routes' login and caller note."""
+    """ASGI middleware: every request's body budget and deadline and clean error responses, each client's share
+    (``apps.shares``: streams, uploads, login tries; its jobs are counted at the queue), uploads with a disk reserve,
+    the login on every route that takes or gives data, the operator-only stats route, example files by name, and the
+    MCP routes' login and caller note."""
 
     def __init__(self, app, settings: ServeSettings, token: str, stats: Callable[[], dict], upload_dir: str,
-                 loopback_secret: str = "", examples: Callable[[str, str], Path | None] = lambda demo, name: None):
+                 loopback_secret: str = "", examples: Callable[[str, str], Path | None] = lambda demo, name: None,
+                 shares: Shares | None = None):
         self.app, self.settings, self.token, self.stats, self.upload_dir = app, settings, token, stats, upload_dir
         self.loopback_secret, self.examples = loopback_secret, examples
+        self.shares = shares or Shares.from_settings(settings)
+        self._swept = 0.0
 
     async def __call__(self, scope, receive, send):
         if scope["type"] != "http":
             return await self.app(scope, receive, send)
-        path = scope["path"]
+        path, method = scope["path"], scope["method"]
         if path.rstrip("/") == OPERATOR_PATH:
             return await self._operator(scope, send)
-        if path.startswith(EXAMPLES_ROUTE + "/") and scope["method"] in ("GET", "HEAD"):
-            return await self._example(path, send)
         scope = self._trusted(scope)
+        user = logged_in_user(scope)
+        client = client_of(scope, user)
         if self.settings.mcp and _MCP_PATH.match(path):
-            refusal, caller = self._mcp_refusal(scope)
+            refusal, client = self._mcp_refusal(scope)
             if refusal is not None:
                 return await respond(send, *refusal)
-            scope = {**scope, "headers": [*scope["headers"], (CALLER_HEADER, caller.encode())]}
-        if scope["method"] == "POST" and _is_upload(path):
-            refusal = self._upload_refusal(dict(scope["headers"]))
+            scope = {**scope, "headers": [*scope["headers"], (CALLER_HEADER, client.encode())]}
+        elif self.settings.auth and user is None and not _open_without_login(method, path):
+            log_quietly("401", "answered a request without a login (%s %s)", method, path[:100])
+            return await respond(send, 401, json.dumps({"detail": {"error": LOGIN_NEEDED,
+                                                                   "auth_message": LOGIN_NEEDED}}),
+                                 "application/json")
+        if path.startswith(EXAMPLES_ROUTE + "/") and method in ("GET", "HEAD"):
+            return await self._example(path, send)
+        self._sweep()
+        upload = method == "POST" and _is_upload(path)
+        if upload:
+            refusal = self._upload_refusal(dict(scope["headers"]), client)
             if refusal is not None:
                 return await respond(send, *refusal, close=True)
         limit = body_limit(path, self.settings)
@@ -233,9 +286,19 @@ class HubGuard:
         if declared is not None and declared > limit:
             log.info("refused a %s body on %s", human_bytes(declared), path)
             return await respond(send, 413, self._too_big(path, declared, limit), close=True)
-        request = BoundedRequest(receive, send, limit=limit, timeout=self.settings.read_timeout, path=path)
+        stream = stream_limits(method, path, self.settings)
+        if stream is not None and (refusal := self.shares.open_stream(client)) is not None:
+            return await _respond_share(send, refusal)
+        idle, total = stream or (None, None)
+        request = BoundedRequest(receive, send, limit=limit, timeout=self.settings.read_timeout, path=path,
+                                 min_rate=self.settings.min_body_rate, stream_idle=idle, stream_total=total)
         try:
-            await self.app(scope, request.receive, request.send)
+            if method == "POST" and _is_login(path) and self.settings.auth:
+                return await self._login(scope, request, client)
+            answer = _Answer(request.send) if upload else None
+            await self.app(scope, request.receive, answer.send if answer else request.send)
+            if answer is not None and answer.status == 200:
+                self.shares.record_upload(client, answer.paths())
         except Exception as error:
             if request.refused:
                 return  # the client was answered (413/408); the route only learnt that it left
@@ -247,6 +310,42 @@ class HubGuard:
                                      "application/json")
             await respond(send, 500, json.dumps({"detail": INTERNAL.format(error_id=report(error))}),
                           "application/json")
+        finally:
+            request.close()
+            if stream is not None:
+                self.shares.close_stream(client)
+
+    async def _login(self, scope, request: BoundedRequest, client: str) -> None:
+        """Gradio's login route, with the tries of each client (and each user name) slowed past their share."""
+        body = b""
+        while True:
+            message = await request.receive()
+            if message["type"] == "http.disconnect":
+                return
+            body += message.get("body", b"")
+            if not message.get("more_body"):
+                break
+        user = _login_name(body, dict(scope["headers"]))
+        refusal = self.shares.login_refusal(client, user)
+        if refusal is not None:
+            return await _respond_share(request.send, refusal)
+        replay = [{"type": "http.request", "body": body, "more_body": False}]
+        answer = _Answer(request.send, keep_body=False)
+
+        async def receive():
+            return replay.pop() if replay else await request.receive()
+
+        await self.app(scope, receive, answer.send)
+        if answer.status is not None:
+            self.shares.login_result(client, user, answer.status < 400)
+
+    def _sweep(self) -> None:
+        """Delete the expired uploads of clients without a login, checked as requests arrive (every 10 s at most, and
+        three times per retention)."""
+        now = time.monotonic()
+        if now - self._swept >= min(10.0, self.shares.anonymous_upload_retention / 3):
+            self._swept = now
+            self.shares.sweep()
 
     def _too_big(self, path: str, size: int, limit: int) -> str:
         """The sentence for a body of ``size`` bytes over ``path``'s budget of ``limit``."""
@@ -268,12 +367,19 @@ class HubGuard:
         return {**scope, "headers": [(k, v) for k, v in headers if k not in (LOOPBACK_HEADER, CALLER_HEADER)]}
 
     def _mcp_refusal(self, scope) -> tuple[tuple[int, str, str, list] | None, str]:
-        """(refusal, caller): the login behind --auth and a declared body (its budget is every route's check); the
-        caller is the login name, else the client's address."""
+        """(refusal, caller): the login behind --auth (wrong passwords count against the client's login tries, as on
+        the page) and a declared body (its budget is every route's check); the caller is the login name, else the
+        client's address."""
         headers = dict(scope["headers"])
-        caller = f"addr:{(scope.get('client') or ('unknown',))[0]}"
+        caller = client_of(scope, user="")
         if self.settings.auth:
-            user = _basic_login(headers.get(b"authorization", b""), self.settings.auth)
+            header = headers.get(b"authorization", b"")
+            named = _basic_name(header)
+            if named is not None and (refusal := self.shares.login_refusal(caller, named)) is not None:
+                return (429, refusal.sentence, "text/plain; charset=utf-8", refusal.headers), caller
+            user = _basic_login(header, self.settings.auth)
+            if named is not None:
+                self.shares.login_result(caller, named, user is not None)
             if user is None:
                 return (401, MCP_LOGIN, "text/plain; charset=utf-8",
                         [(b"www-authenticate", b'Basic realm="Paper Demo Hub", charset="UTF-8"')]), caller
@@ -282,12 +388,14 @@ class HubGuard:
             return (411, MCP_NO_SIZE), caller
         return None, caller
 
-    def _upload_refusal(self, headers: dict[bytes, bytes]) -> tuple[int, str] | None:
+    def _upload_refusal(self, headers: dict[bytes, bytes], client: str) -> tuple | None:
         length = declared_length(headers)
         if length is None:
             return 411, UPLOAD_NO_SIZE
         if length > body_limit("/gradio_api/upload", self.settings):
             return None  # the body budget answers it (413)
+        if (share := self.shares.upload_refusal(client, length)) is not None:
+            return 429, share.sentence, "text/plain; charset=utf-8", share.headers
         if free_bytes(Path(self.upload_dir)) - length < UPLOAD_DISK_RESERVE:
             log.warning("refusing uploads: less than %s free on the upload disk", human_bytes(UPLOAD_DISK_RESERVE))
             return 507, DISK_LOW
@@ -313,6 +421,82 @@ class HubGuard:
         return await respond(send, 200, json.dumps(self.stats()), "application/json")
 
 
+class _Answer:
+    """A route's answer on its way out: its status, and (``keep_body``) its body, to read once it is sent."""
+
+    def __init__(self, send, keep_body: bool = True):
+        self._send, self.keep_body = send, keep_body
+        self.status: int | None = None
+        self._body: list[bytes] = []
+
+    async def send(self, message: dict) -> None:
+        if message["type"] == "http.response.start":
+            self.status = message["status"]
+        elif self.keep_body and message["type"] == "http.response.body" and sum(map(len, self._body)) < 1_000_000:
+            self._body.append(message.get("body", b""))
+        await self._send(message)
+
+    def paths(self) -> list[str]:
+        """The file paths an upload's answer names (Gradio answers a JSON list of them)."""
+        try:
+            value = json.loads(b"".join(self._body))
+        except ValueError:
+            return []
+        return [v for v in value if isinstance(v, str)] if isinstance(value, list) else []
+
+
+async def _respond_share(send, refusal: Refusal) -> None:
+    await respond(send, refusal.status, json.dumps({"detail": refusal.sentence}), "application/json",
+                  headers=refusal.headers)
+
+
+_RESULT_STREAM = re.compile(r"/gradio_api/(?:queue/data|call/(?:v2/)?[^/]+/[^/]+)/?$")
+_HEARTBEAT = re.compile(r"/gradio_api/heartbeat/[^/]+/?$")
+
+
+def stream_limits(method: str, path: str, settings: ServeSettings) -> tuple[float | None, float | None] | None:
+    """(idle, total) seconds for an event stream this request opens, or None when it opens none. Result streams get
+    both; a page's heartbeat only the idle limit (it sends every 15 s while the page is open, and its end would end
+    the page's session); an MCP stream only the total (the protocol sends nothing while an agent thinks)."""
+    if method != "GET":
+        return None
+    if _RESULT_STREAM.search(path):
+        return settings.stream_idle, settings.stream_timeout
+    if _HEARTBEAT.search(path):
+        return settings.stream_idle, None
+    if settings.mcp and _MCP_PATH.match(path):
+        return None, settings.stream_timeout
+    return None
+
+
+# What a hub behind --auth serves without a login: the login page (at its root and at each demo's page) and the files
+# it is drawn with, the login itself, and the start-up check Gradio's launch makes of its own server.
+_OPEN_WITHOUT_LOGIN = re.compile(r"^/(?:[\w-]*/?|login/?|logout/?|favicon\.ico|robots\.txt|manifest\.json|theme\.css|"
+                                 r"gradio_api/theme\.css|gradio_api/startup-events|pwa_icon(?:/\d+)?|"
+                                 r"(?:assets|static|svelte)/.*)$")
+
+
+def _open_without_login(method: str, path: str) -> bool:
+    if method == "POST":
+        return _is_login(path)
+    return method in ("GET", "HEAD") and bool(_OPEN_WITHOUT_LOGIN.match(path))
+
+
+def _is_login(path: str) -> bool:
+    return path.rstrip("/") == "/login"
+
+
+_MULTIPART_NAME = re.compile(rb'name="username"\r\n(?:[^\r\n]*\r\n)*?\r\n([^\r\n]*)')
+
+
+def _login_name(body: bytes, headers: dict[bytes, bytes]) -> str:
+    """The user name a login form names (form-encoded, or multipart as the page sends it); "" when none."""
+    if b"multipart/form-data" in headers.get(b"content-type", b""):
+        match = _MULTIPART_NAME.search(body)
+        return match[1].decode("utf-8", "replace").strip()[:200] if match else ""
+    return parse_qs(body.decode("latin-1")).get("username", [""])[0].strip()[:200]
+
+
 def mcp_body_limit(settings: ServeSettings) -> int:
     """The largest MCP request body: an upload request's files (``FILES_PER_UPLOAD`` maximum-size files) as base64."""
     return settings.max_file_size * FILES_PER_UPLOAD * 4 // 3 + MCP_BODY_SLACK
@@ -329,6 +513,18 @@ def body_limit(path: str, settings: ServeSettings) -> int:
 
 def _is_upload(path: str) -> bool:
     return path.rstrip("/").endswith("/gradio_api/upload")
+
+
+def _basic_name(header: bytes) -> str | None:
+    """The user name an ``Authorization: Basic`` header gives (right or wrong), or None."""
+    scheme, _, encoded = header.decode("latin-1").partition(" ")
+    if scheme.lower() != "basic":
+        return None
+    try:
+        user, sep, _ = base64.b64decode(encoded.strip(), validate=True).decode("utf-8").partition(":")
+    except (binascii.Error, UnicodeDecodeError):
+        return None
+    return user[:200] if sep else None
 
 
 def _basic_login(header: bytes, logins: tuple[tuple[str, str], ...]) -> str | None:
@@ -380,7 +576,10 @@ def launch(blocks, settings: ServeSettings, stats: Callable[[], dict], *, preven
     upload_dir = get_upload_folder()
     Path(upload_dir).mkdir(parents=True, exist_ok=True)
     guard = Middleware(HubGuard, settings=settings, token=token, stats=lambda: _operator_stats(blocks, stats),
-                       upload_dir=upload_dir, loopback_secret=loopback_secret, examples=example_file)
+                       upload_dir=upload_dir, loopback_secret=loopback_secret, examples=example_file,
+                       shares=Shares.from_settings(settings))
+    # uvicorn reads who may forward a client's address from here when Gradio builds the server (default: nobody).
+    os.environ["FORWARDED_ALLOW_IPS"] = settings.forwarded_allow_ips
     logins = list(settings.auth)
     if logins and settings.mcp:  # the MCP loopback's own login; its password is a secret of this process
         logins.append((LOOPBACK_USER, loopback_secret))
@@ -396,7 +595,8 @@ def launch(blocks, settings: ServeSettings, stats: Callable[[], dict], *, preven
     )
     guard_connections(blocks.server, max_connections=settings.max_connections,
                       per_address=None if settings.share else settings.max_connections_per_address,
-                      header_timeout=settings.read_timeout)  # with --share every visitor arrives from the tunnel
+                      header_timeout=settings.read_timeout,  # with --share every visitor arrives from the tunnel
+                      exempt=trusted_proxies(settings.forwarded_allow_ips))
     write_operator_file(blocks.server_port, f"http://127.0.0.1:{blocks.server_port}", token)
     if on_serving is not None:
         on_serving()

@@ -80,10 +80,20 @@ class ServeSettings:
     read_timeout: float = 10.0  # seconds a client may take to send a request's headers, or pause inside its body
     max_connections: int = 1000  # open connections at once (fewer where the process may open fewer files)
     max_connections_per_address: int = 128  # open connections from one client address
+    min_body_rate: int = 10_000  # bytes a second a request body must average once --read-timeout has passed
+    stream_idle: float = 60.0  # seconds an event stream may send nothing before it is closed
+    stream_timeout: float = 1800.0  # seconds a result stream (/queue/data, /call/<name>/<id>) may stay open in all
+    client_streams: int = 16  # event streams one client may have open at once
+    client_jobs: int = 8  # requests one client may have waiting or running, all its sessions together
+    client_upload_quota: int = 250_000_000  # upload bytes one client may have stored at once
+    anonymous_upload_retention: int = 600  # seconds the uploads of a client without a login are kept
+    login_attempts: int = 5  # wrong passwords one client may send before each next try waits twice as long
+    forwarded_allow_ips: str = ""  # reverse proxies whose forwarded client address is trusted (uvicorn's setting)
     queue_size: int = 64  # events waiting in the queue, all demos together
     session_jobs: int = 4  # events one browser session (or API client session) may have waiting or running
     demo_concurrency: int = 1  # model calls one demo runs at once (each demo has its own queue group)
     auth: tuple[tuple[str, str], ...] = field(default=(), repr=False)
+    auth_given: bool = field(default=False, repr=False, compare=False)  # --auth given: with no login, refuse to start
     monitoring: bool = False  # Gradio's /monitoring dashboard and summary
     allow_url_inputs: bool = False  # let file inputs name a web address the server then fetches
     delete_cache: int = 3600  # seconds after which uploads and outputs are deleted (0: keep them)
@@ -97,11 +107,17 @@ class ServeSettings:
         if self.downloads not in DOWNLOAD_MODES:
             raise UserInputError(f"--downloads must be one of {', '.join(DOWNLOAD_MODES)}, not {self.downloads!r}.")
         for name in ("max_file_size", "max_request_size", "queue_size", "session_jobs", "demo_concurrency",
-                     "max_connections", "max_connections_per_address"):
+                     "max_connections", "max_connections_per_address", "min_body_rate", "client_streams",
+                     "client_jobs", "client_upload_quota", "anonymous_upload_retention", "login_attempts"):
             if getattr(self, name) < 1:
                 raise UserInputError(f"--{name.replace('_', '-')} must be at least 1.")
         if not 0 < self.read_timeout <= 600:
             raise UserInputError("--read-timeout must be more than 0 and at most 600 seconds.")
+        if not 0 < self.stream_idle <= self.stream_timeout:
+            raise UserInputError("--stream-idle must be more than 0 and at most --stream-timeout.")
+        if self.auth_given and not self.auth:
+            raise UserInputError("--auth names no login (its file or value has no user:password line), so the hub "
+                                 "would serve everyone; add a login, or leave --auth out for a public hub.")
 
     @property
     def local_only(self) -> bool:
@@ -166,6 +182,29 @@ def add_arguments(parser: argparse.ArgumentParser, default_port: int | None = 78
     parser.add_argument("--max-connections-per-address", type=int,
                         default=int(_env("MAX_CONNECTIONS_PER_ADDRESS", str(d.max_connections_per_address))),
                         help="open connections from one client address (a reverse proxy is one address)")
+    parser.add_argument("--min-body-rate", type=parse_size, default=_env("MIN_BODY_RATE", str(d.min_body_rate)),
+                        help="bytes a second a request body must average once --read-timeout has passed, e.g. 10KB "
+                             "(a slow drip is closed at that pace: a total deadline for every body)")
+    parser.add_argument("--stream-idle", type=float, default=float(_env("STREAM_IDLE", str(d.stream_idle))),
+                        help="seconds an event stream may send nothing before it is closed")
+    parser.add_argument("--stream-timeout", type=float,
+                        default=float(_env("STREAM_TIMEOUT", str(d.stream_timeout))),
+                        help="seconds a result stream (/queue/data, /call/<name>/<id>) may stay open in all")
+    parser.add_argument("--client-streams", type=int, default=int(_env("CLIENT_STREAMS", str(d.client_streams))),
+                        help="event streams one client (its login, else its address) may have open at once")
+    parser.add_argument("--client-jobs", type=int, default=int(_env("CLIENT_JOBS", str(d.client_jobs))),
+                        help="requests one client may have waiting or running, all its sessions together")
+    parser.add_argument("--client-upload-quota", type=parse_size,
+                        default=_env("CLIENT_UPLOAD_QUOTA", str(d.client_upload_quota)),
+                        help="upload bytes one client may have stored at once, e.g. 250MB")
+    parser.add_argument("--anonymous-upload-retention", type=int,
+                        default=int(_env("ANONYMOUS_UPLOAD_RETENTION", str(d.anonymous_upload_retention))),
+                        help="seconds the uploads of a client without a login are kept")
+    parser.add_argument("--login-attempts", type=int, default=int(_env("LOGIN_ATTEMPTS", str(d.login_attempts))),
+                        help="wrong passwords one client may send before each next try waits twice as long")
+    parser.add_argument("--forwarded-allow-ips", default=_env("FORWARDED_ALLOW_IPS", d.forwarded_allow_ips),
+                        help="reverse proxies (comma-separated addresses or networks, * for any) whose "
+                             "X-Forwarded-For names the client; default: none, the peer's address is the client")
     parser.add_argument("--queue-size", type=int, default=int(_env("QUEUE_SIZE", str(d.queue_size))),
                         help="requests that may wait in the queue, all demos together")
     parser.add_argument("--session-jobs", type=int, default=int(_env("SESSION_JOBS", str(d.session_jobs))),
@@ -207,6 +246,11 @@ def from_args(args: argparse.Namespace) -> ServeSettings:
         host=args.host, port=args.port or ServeSettings.port, share=args.share, downloads=args.downloads,
         max_file_size=args.max_file_size, max_request_size=args.max_request_size, read_timeout=args.read_timeout,
         max_connections=args.max_connections, max_connections_per_address=args.max_connections_per_address,
+        min_body_rate=args.min_body_rate, stream_idle=args.stream_idle, stream_timeout=args.stream_timeout,
+        client_streams=args.client_streams, client_jobs=args.client_jobs,
+        client_upload_quota=args.client_upload_quota, anonymous_upload_retention=args.anonymous_upload_retention,
+        login_attempts=args.login_attempts, forwarded_allow_ips=args.forwarded_allow_ips,
+        auth_given=bool(args.auth.strip()),
         queue_size=args.queue_size, session_jobs=args.session_jobs,
         demo_concurrency=args.demo_concurrency, auth=parse_auth(args.auth), monitoring=args.monitoring,
         allow_url_inputs=args.allow_url_inputs, delete_cache=args.delete_cache, mcp=args.mcp, warm=args.warm,

@@ -13,6 +13,8 @@ from pathlib import Path
 
 import requests
 
+REPO = Path(__file__).resolve().parents[1]  # the checkout these tests belong to
+
 
 @dataclass
 class RunningHub:
@@ -48,6 +50,8 @@ def start_hub(root: Path, args: list[str], env: dict[str, str], port: int, poll:
                        DEMOHUB_STATE_DIR=str(root / "state"), DEMOHUB_CONVERTED_CACHE=str(root / "converted"),
                        GRADIO_ANALYTICS_ENABLED="False", HF_HUB_DISABLE_TELEMETRY="1", OMP_NUM_THREADS="1",
                        PYTHONUNBUFFERED="1", **env)
+    # This checkout's code, not whatever copy an editable install of the environment points at.
+    environment["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO), environment.get("PYTHONPATH")]))
     log = open(root / "hub.log", "w")  # noqa: SIM115 - closed with the process
     process = subprocess.Popen([sys.executable, "-m", "apps.cli", "serve", "--port", str(port), *args],
                                cwd=root / "cwd", env=environment, stdout=log, stderr=subprocess.STDOUT)

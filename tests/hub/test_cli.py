@@ -93,7 +93,9 @@ def test_serve_parser_defaults():
 SERVE_FLAGS = ("--streamlit", "--host", "--port", "--share", "--downloads", "--max-file-size", "--max-request-size",
                "--read-timeout", "--max-connections", "--max-connections-per-address", "--queue-size",
                "--session-jobs", "--demo-concurrency", "--auth", "--monitoring", "--allow-url-inputs", "--delete-cache",
-               "--no-mcp", "--ray", "--ray-address", "--serve-config")
+               "--no-mcp", "--ray", "--ray-address", "--serve-config", "--min-body-rate", "--stream-idle",
+               "--stream-timeout", "--client-streams", "--client-jobs", "--client-upload-quota",
+               "--anonymous-upload-retention", "--login-attempts", "--forwarded-allow-ips")
 DEMO_IDS = ",".join(d.id for d in DEMOS)
 # Each subcommand's own --help: what its options section (or usage line, for positionals) must name.
 HELP = {
@@ -144,12 +146,17 @@ def test_serve_parser_reads_every_flag():
     args = cli.build_parser().parse_args(
         ["serve", "--streamlit", "--host", "0.0.0.0", "--port", "9001", "--share", "--downloads", "off",
          "--max-file-size", "5MB", "--queue-size", "7", "--session-jobs", "2", "--demo-concurrency", "3",
-         "--auth", "ann:secret", "--monitoring", "--allow-url-inputs", "--delete-cache", "0"])
+         "--auth", "ann:secret", "--monitoring", "--allow-url-inputs", "--delete-cache", "0",
+         "--min-body-rate", "2KB", "--stream-idle", "30", "--stream-timeout", "90", "--client-streams", "3",
+         "--client-jobs", "5", "--client-upload-quota", "1MB", "--anonymous-upload-retention", "60",
+         "--login-attempts", "2", "--forwarded-allow-ips", "10.0.0.1,10.1.0.0/16"])
     assert args.streamlit is True
     assert from_args(args) == ServeSettings(
         host="0.0.0.0", port=9001, share=True, downloads="off", max_file_size=5_000_000, queue_size=7,
         session_jobs=2, demo_concurrency=3, auth=(("ann", "secret"),), monitoring=True, allow_url_inputs=True,
-        delete_cache=0)
+        delete_cache=0, min_body_rate=2_000, stream_idle=30, stream_timeout=90, client_streams=3, client_jobs=5,
+        client_upload_quota=1_000_000, anonymous_upload_retention=60, login_attempts=2,
+        forwarded_allow_ips="10.0.0.1,10.1.0.0/16")
 
 
 def test_streamlit_with_a_login_is_refused_rather_than_served_without_it(capsys, monkeypatch):

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import time
 
 import pytest
 
@@ -12,7 +13,9 @@ from apps.limits import (
     ADDRESS_FULL,
     BODY_TOO_BIG_STREAMED,
     CONNECTIONS_FULL,
+    ROOM_MADE,
     TOO_SLOW,
+    TOO_SLOW_RATE,
     clean_error,
     clean_stream,
     guarded_protocol,
@@ -22,6 +25,7 @@ from apps.limits import (
 )
 from apps.serving import HubGuard, body_limit
 from apps.settings import ServeSettings
+from apps.shares import STREAMS_FULL
 from tests.mcp.conftest import run_async
 
 
@@ -241,14 +245,36 @@ def test_connections_over_the_limits_get_a_503_line_and_are_closed():
         _, third_same = open_connection(factory, loop, ("198.51.100.1", 3))
         assert third_same.closed and ADDRESS_FULL.encode() in third_same.written and b" 503 " in third_same.written
         kept += [open_connection(factory, loop, (f"198.51.100.{i}", 1)) for i in (2, 3)]
-        _, fifth = open_connection(factory, loop, ("198.51.100.9", 1))
-        assert fifth.closed and CONNECTIONS_FULL.encode() in fifth.written
-        assert len(state.connections) == 4 and not any(t.closed for _, t in kept)
-        kept[0][0].connection_lost(None)  # one leaves: room for one more from that address
+        assert len(state.connections) == 4
+        # Full: a newcomer takes the room of the address holding the most (two against its none)...
+        newcomer, newcomer_transport = open_connection(factory, loop, ("198.51.100.9", 1))
+        assert not newcomer_transport.closed
+        evicted = [t for _, t in kept if t.closed]
+        assert len(evicted) == 1 and evicted[0].peer[0] == "198.51.100.1" and ROOM_MADE.encode() in evicted[0].written
+        assert len(state.connections) == 4
+        # ... and when every address holds its share (one each), the next newcomer is the one refused.
+        _, last = open_connection(factory, loop, ("198.51.100.10", 1))
+        assert last.closed and CONNECTIONS_FULL.encode() in last.written
+        assert sum(t.closed for _, t in kept) == 1
+        for protocol, transport in [*kept, (newcomer, newcomer_transport)]:
+            if not transport.closed:
+                protocol.connection_lost(None)
         _, again = open_connection(factory, loop, ("198.51.100.1", 4))
         assert not again.closed
-        for protocol, _ in kept:
-            protocol.connection_lost(None)
+
+    run_async(main())
+
+
+def test_a_trusted_proxy_is_never_capped_per_address_nor_made_room_from():
+    async def main():
+        loop = asyncio.get_running_loop()
+        factory, state = make_protocol_class(max_connections=4, per_address=2, header_timeout=30,
+                                             exempt=lambda host: host == "10.0.0.1")
+        proxied = [open_connection(factory, loop, ("10.0.0.1", port)) for port in range(1, 5)]
+        assert not any(t.closed for _, t in proxied), "a proxy carries many visitors: no per-address cap"
+        _, newcomer = open_connection(factory, loop, ("198.51.100.9", 1))
+        assert newcomer.closed and CONNECTIONS_FULL.encode() in newcomer.written
+        assert not any(t.closed for _, t in proxied) and len(state.connections) == 4
 
     run_async(main())
 
@@ -268,3 +294,99 @@ def test_a_connection_without_complete_headers_is_closed_at_the_deadline():
             protocol.connection_lost(None)
 
     run_async(main())
+
+
+# ---------------------------------------------------------------- total deadlines: bodies at a minimum rate, streams
+
+
+def test_a_slow_drip_is_refused_once_it_falls_under_the_minimum_rate():
+    """Every pause is short (0.05 s, under the 0.2 s read timeout), so a per-pause deadline never fires; the minimum
+    rate (1 KB/s after the first 0.2 s) ends the drip within a few tenths of a second."""
+    start = time.monotonic()
+    status, body, seen = run(guard(read_timeout=0.2, min_body_rate=1000), "/gradio_api/queue/join",
+                             [b"x"] * 100, pause=0.05)
+    assert status == 408 and body.decode() == TOO_SLOW_RATE.format(rate="1 KB") and seen["left"]
+    assert time.monotonic() - start < 1.0 and len(seen["body"]) < 20
+
+
+def test_a_body_that_keeps_the_minimum_rate_arrives_whole():
+    status, body, seen = run(guard(read_timeout=0.2, min_body_rate=1000), "/gradio_api/queue/join",
+                             [b"y" * 1000] * 8, pause=0.05)
+    assert (status, body, len(seen["body"])) == (200, b"read", 8000)
+
+
+def run_streams(guard: HubGuard, requests_: list[tuple[str, tuple[str, int], float, float]]):
+    """GET streams through the guard at once, each (path, client, interval between its events, how long its route
+    would go on): what each client read (status, events, whether the route was told to stop, seconds open)."""
+    results = []
+
+    async def one(path, client, interval, length):
+        sent, state = [], {"stopped": False}
+        started = time.monotonic()
+
+        async def app(scope, receive, send):
+            await send({"type": "http.response.start", "status": 200,
+                        "headers": [(b"content-type", b"text/event-stream")]})
+
+            async def listen():  # as Starlette's StreamingResponse does under ASGI 2.3
+                while (await receive())["type"] != "http.disconnect":
+                    pass
+                state["stopped"] = True
+
+            listener = asyncio.ensure_future(listen())
+            while time.monotonic() - started < length and not listener.done():
+                await send({"type": "http.response.body", "body": b"data: ALIVE\n\n", "more_body": True})
+                await asyncio.wait({listener}, timeout=interval)
+            listener.cancel()
+            if not state["stopped"]:
+                await send({"type": "http.response.body", "body": b"", "more_body": False})
+
+        body = [{"type": "http.request", "body": b"", "more_body": False}]  # a GET's empty body, as uvicorn gives it
+
+        async def receive():
+            if body:
+                return body.pop()
+            await asyncio.sleep(3600)
+
+        async def send(message):
+            sent.append(message)
+
+        scope = {"type": "http", "path": path, "method": "GET", "headers": [], "client": client}
+        await HubGuard(app, guard.settings, token="t", stats=dict, upload_dir="/tmp", shares=guard.shares)(
+            scope, receive, send)
+        events = sum(m.get("body", b"").count(b"ALIVE") for m in sent if m["type"] == "http.response.body")
+        headers = dict(sent[0].get("headers", [])) if sent else {}
+        results.append((path, client, sent[0]["status"], events, state["stopped"], time.monotonic() - started,
+                        headers, b"".join(m.get("body", b"") for m in sent[1:])))
+
+    async def main():
+        await asyncio.gather(*(one(*r) for r in requests_))
+
+    run_async(main())
+    return results
+
+
+def test_a_result_stream_ends_at_its_total_limit_and_a_silent_one_at_its_idle_limit():
+    hub = guard(stream_idle=0.3, stream_timeout=0.6)
+    talkative, silent, heartbeat = sorted(run_streams(hub, [
+        ("/gradio_api/queue/data", ("198.51.100.1", 1), 0.1, 5.0),
+        ("/gradio_api/call/synthesize/abc123", ("198.51.100.2", 1), 5.0, 5.0),
+        ("/gradio_api/heartbeat/sess1", ("198.51.100.3", 1), 0.1, 1.2),
+    ]), key=lambda r: r[1])
+    assert talkative[2] == 200 and talkative[4] and 0.55 < talkative[5] < 1.0, "ended at the 0.6 s total"
+    assert silent[2] == 200 and silent[4] and silent[3] == 1 and 0.25 < silent[5] < 0.6, "ended 0.3 s after its event"
+    assert heartbeat[2] == 200 and not heartbeat[4] and heartbeat[5] >= 1.2, "a heartbeat has no total limit"
+
+
+def test_a_client_may_hold_its_share_of_streams_and_no_more():
+    hub = guard(client_streams=2)
+    results = run_streams(hub, [("/gradio_api/heartbeat/s1", ("198.51.100.1", 1), 0.05, 0.4),
+                                ("/gradio_api/heartbeat/s2", ("198.51.100.1", 2), 0.05, 0.4),
+                                ("/gradio_api/queue/data", ("198.51.100.1", 3), 0.05, 0.4),
+                                ("/gradio_api/heartbeat/s4", ("198.51.100.2", 1), 0.05, 0.4)])
+    by_port = {(r[1][0], r[1][1]): r for r in results}
+    refused = by_port[("198.51.100.1", 3)]
+    assert refused[2] == 429 and refused[6][b"retry-after"] == b"10"
+    assert json.loads(refused[7])["detail"] == STREAMS_FULL.format(open=2, limit=2)
+    assert [by_port[k][2] for k in (("198.51.100.1", 1), ("198.51.100.1", 2), ("198.51.100.2", 1))] == [200] * 3
+    assert hub.shares.streams == {}, "every closed stream was given back"

@@ -4,6 +4,7 @@ routes (the login, bounded bodies, who called a tool)."""
 from __future__ import annotations
 
 import base64
+import json
 from types import SimpleNamespace
 
 import pytest
@@ -23,6 +24,7 @@ from apps.serving import (
     pending_jobs,
 )
 from apps.settings import ServeSettings
+from apps.shares import LOGIN_NEEDED
 from tests.mcp.conftest import run_async
 
 
@@ -60,6 +62,27 @@ def test_queue_size_then_session_limit():
     assert admit(FakeQueue(["me"], ["me"]), body([]), settings) == (
         "queue_full", TOO_MANY.format(pending=2, limit=2))
     assert admit(FakeQueue(["me", "other"], ["other"]), body([]), settings) is None
+
+
+def test_a_client_past_its_share_of_jobs_gets_a_429_across_all_its_sessions():
+    from fastapi import HTTPException
+
+    from apps.shares import JOBS_FULL
+
+    def visitor(host):
+        return SimpleNamespace(client=SimpleNamespace(host=host), headers={})
+
+    queue = FakeQueue(["tab-1", "tab-2"], ["tab-3"])
+    for group in (queue.event_queue_per_concurrency_id["prax"].queue, [job[0] for job in queue.active_jobs[:-1]]):
+        for event in group:
+            event.request, event.username = visitor("198.51.100.1"), None
+    settings = ServeSettings(client_jobs=3, session_jobs=4)
+    with pytest.raises(HTTPException) as refused:
+        admit(queue, body([], "tab-4"), settings, visitor("198.51.100.1"))
+    assert refused.value.status_code == 429 and refused.value.headers == {"Retry-After": "10"}
+    assert refused.value.detail == JOBS_FULL.format(pending=3, limit=3)
+    assert admit(queue, body([], "tab-9"), settings, visitor("198.51.100.2")) is None, "another client is served"
+    assert admit(queue, body([], "tab-4"), settings, visitor("198.51.100.1"), username="ada") is None, "a login"
 
 
 # ---------------------------------------------------------------- MCP: the caller of a tool call owns its jobs
@@ -135,7 +158,12 @@ def test_mcp_routes_need_the_hub_login(path):
     status, seen, _ = run_guard(guard, path, {b"authorization": basic_auth("ada", "pw:1"), **length})
     assert status is None and seen[CALLER_HEADER] == b"user:ada"
     assert run_guard(guard_with(), path, length)[1][CALLER_HEADER] == b"addr:203.0.113.9", "no --auth: the address"
-    assert run_guard(guard, "/gradio_api/info", {})[0] is None, "Gradio's own login covers the other routes"
+    for route in ("/gradio_api/info", "/gradio_api/cancel", "/gradio_api/reset", "/gradio_api/heartbeat/abc"):
+        status, seen, text = run_guard(guard, route, {}, method="GET" if "heart" in route or "info" in route
+                                       else "POST")
+        assert (status, seen) == (401, None) and json.loads(text)["detail"]["error"] == LOGIN_NEEDED, route
+    for route in ("/", "/prax", "/logout", "/assets/index.js", "/favicon.ico", "/theme.css"):
+        assert run_guard(guard, route, {}, method="GET")[0] is None, route
     assert run_guard(guard_with(mcp=False), path, {})[0] is None, "with --no-mcp Gradio has no such route (404)"
 
 

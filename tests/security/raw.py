@@ -27,14 +27,32 @@ def session() -> str:
     return uuid.uuid4().hex[:11]
 
 
-def call(url: str, api_name: str, data: list, timeout: float = TIMEOUT) -> Answer:
-    """POST /gradio_api/call/<api_name>, then read its event stream to the end."""
-    r = requests.post(f"{url}/gradio_api/call/{api_name.lstrip('/')}", json={"data": data}, timeout=timeout)
+class _FromAddress(requests.adapters.HTTPAdapter):
+    def __init__(self, address: str):
+        self.address = address
+        super().__init__()
+
+    def init_poolmanager(self, *args, **kwargs):
+        super().init_poolmanager(*args, source_address=(self.address, 0), **kwargs)
+
+
+def from_address(address: str) -> requests.Session:
+    """HTTP from another client address of this machine (127.0.0.2, 127.0.0.3, ...: every 127.x address is this
+    machine's loopback), as a visitor elsewhere would arrive."""
+    http = requests.Session()
+    http.mount("http://", _FromAddress(address))
+    return http
+
+
+def call(url: str, api_name: str, data: list, timeout: float = TIMEOUT, http=requests) -> Answer:
+    """POST /gradio_api/call/<api_name>, then read its event stream to the end (``http``: a session such as
+    ``from_address``'s)."""
+    r = http.post(f"{url}/gradio_api/call/{api_name.lstrip('/')}", json={"data": data}, timeout=timeout)
     if r.status_code != 200:
         return Answer(False, r.status_code, detail(r))
     event_id = r.json()["event_id"]
-    with requests.get(f"{url}/gradio_api/call/{api_name.lstrip('/')}/{event_id}", stream=True,
-                      timeout=timeout) as stream:
+    with http.get(f"{url}/gradio_api/call/{api_name.lstrip('/')}/{event_id}", stream=True,
+                  timeout=timeout) as stream:
         event = None
         for line in stream.iter_lines(decode_unicode=True):
             if line.startswith("event:"):

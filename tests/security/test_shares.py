@@ -1,0 +1,203 @@
+"""A client's share, tried as strangers would: `demohub serve --host 0.0.0.0` started as a command, clients at other
+addresses of this machine (127.0.0.2-9), every attack in a loop that stops by itself. One client past its share reads
+429 with a sentence and Retry-After (or its connection is closed at its deadline) while an honest visitor from another
+address is served in its usual time."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import requests
+
+from apps.shares import JOBS_FULL, LOGIN_NEEDED, LOGIN_WAIT, STREAMS_FULL, UPLOADS_FULL
+from tests.commands import REPO, start_hub
+from tests.conftest import free_port
+from tests.security import raw
+from tests.security.attacks import SlowDrips, summary, timed
+from tests.security.conftest import HONEST_PRAX
+from tests.security.test_queue import LAYOUT, SLOW
+
+READ_TIMEOUT = 2  # seconds: drips are closed within seconds, so the test is short
+CLIENT_JOBS = 3
+CLIENT_STREAMS = 6
+UPLOAD_QUOTA = 3_000_000
+RETENTION = 6  # seconds an anonymous client's uploads are kept here
+HONEST = "127.0.0.9"
+
+
+@pytest.fixture(scope="module")
+def shared_hub(public_root, hub_server, tmp_path_factory):
+    hub = start_hub(tmp_path_factory.mktemp("shared-hub"),
+                    ["--host", "0.0.0.0", "--read-timeout", str(READ_TIMEOUT), "--max-connections", "100",
+                     "--max-connections-per-address", "40", "--client-jobs", str(CLIENT_JOBS), "--client-streams",
+                     str(CLIENT_STREAMS), "--max-file-size", "2MB", "--client-upload-quota", str(UPLOAD_QUOTA),
+                     "--anonymous-upload-retention", str(RETENTION)],
+                    {"DEMOHUB_CHECKPOINTS": str(public_root), "HF_ENDPOINT": hub_server.url}, free_port())
+    yield hub
+    hub.process.terminate()
+    hub.process.wait(timeout=30)
+
+
+def honest_call(url: str) -> None:
+    answer = raw.call(url, "synthesize", HONEST_PRAX, timeout=60, http=raw.from_address(HONEST))
+    assert answer.ok, answer.message
+    assert answer.data[0]["n_samples"] > 0
+
+
+def test_slow_drips_from_many_addresses_never_lock_an_honest_visitor_out(shared_hub):
+    """160 drips from 4 addresses (40 each, the per-address cap) on a hub of 100 connections, each sending a byte a
+    second of a declared 100 KB body, reopened as they close. A per-pause deadline never fires on them (each pause is
+    1 s of 2 s); the minimum body rate closes each within about 2 s, and a full hub makes room for the honest visitor
+    by closing a connection of the address that holds the most."""
+    baseline = timed(3, lambda: honest_call(shared_hub.url))
+    with SlowDrips(shared_hub.url, [f"127.0.0.{i}" for i in (2, 3, 4, 5)], per_address=40, interval=1.0,
+                   duration=40) as drips:
+        drips.wait_until_open(95)
+        time.sleep(READ_TIMEOUT + 1)  # the hub is full and has been churning drips
+        under_attack = timed(5, lambda: honest_call(shared_hub.url))
+        stats = drips.stats
+    print(f"honest visitor: idle {summary(baseline)}; under 160 drips {summary(under_attack)}; drips taken "
+          f"{stats.opened}, refused {stats.refused}, lifetimes up to {max(stats.lifetimes):.1f} s")
+    assert stats.closed_by_hub >= 40 and max(stats.lifetimes) < READ_TIMEOUT + 3, "a drip lives about 2 s, no more"
+    assert max(under_attack) < max(baseline) + 5, (baseline, under_attack)
+    assert "Traceback" not in shared_hub.log
+
+
+def test_one_client_fills_only_its_share_of_the_queue(shared_hub):
+    """One address starts 6 slow GeoDiffusion jobs through /call (each a session of its own, so the per-session limit
+    never applies): 3 are taken, the rest read 429 with the sentence and Retry-After; another address is served
+    meanwhile, and the first is served again once its jobs are done."""
+    greedy = raw.from_address("127.0.0.6")
+    raw.call(shared_hub.url, "generate", [LAYOUT, "nuimages-256x256", 0, 1, 5.0, "default"], http=greedy)  # loaded
+    replies = [greedy.post(f"{shared_hub.url}/gradio_api/call/generate", json={"data": SLOW}, timeout=30)
+               for _ in range(6)]
+    assert [r.status_code for r in replies] == [200] * CLIENT_JOBS + [429] * 3
+    refused = replies[-1]
+    assert raw.detail(refused) == JOBS_FULL.format(pending=CLIENT_JOBS, limit=CLIENT_JOBS)
+    assert int(refused.headers["retry-after"]) > 0
+    start = time.monotonic()
+    honest_call(shared_hub.url)
+    assert time.monotonic() - start < 10, "another client is served while the greedy one's jobs run"
+    for reply in replies[:CLIENT_JOBS]:
+        with greedy.get(f"{shared_hub.url}/gradio_api/call/generate/{reply.json()['event_id']}", stream=True,
+                        timeout=300) as stream:
+            assert any(line.startswith("event: complete") for line in stream.iter_lines(decode_unicode=True))
+    assert greedy.post(f"{shared_hub.url}/gradio_api/call/generate", json={"data": SLOW}, timeout=30).ok
+
+
+def upload(http: requests.Session, url: str, size: int) -> requests.Response:
+    return http.post(f"{url}/gradio_api/upload", files=[("files", ("clip.bin", os.urandom(size)))], timeout=60)
+
+
+def test_an_upload_quota_per_client_while_another_address_uploads(shared_hub):
+    hoarder, other = raw.from_address("127.0.0.7"), raw.from_address("127.0.0.8")
+    kept = [upload(hoarder, shared_hub.url, 1_400_000) for _ in range(2)]
+    assert [r.status_code for r in kept] == [200, 200]
+    refused = upload(hoarder, shared_hub.url, 1_400_000)
+    assert refused.status_code == 429 and 0 < int(refused.headers["retry-after"]) <= RETENTION
+    assert refused.text == UPLOADS_FULL.format(stored="2.80 MB", size="1.40 MB", limit="3 MB",
+                                               retention=f"{RETENTION} seconds", login=", or log in")
+    assert upload(other, shared_hub.url, 1_400_000).status_code == 200, "another address uploads as usual"
+    deadline = time.monotonic() + RETENTION + 15
+    while upload(hoarder, shared_hub.url, 1_400_000).status_code != 200:  # its uploads expire, then it may again
+        assert time.monotonic() < deadline, "the anonymous client's uploads were never deleted"
+        time.sleep(1)
+    assert not any(Path(p).exists() for r in kept for p in r.json()), "deleted after the anonymous retention"
+
+
+def test_a_client_holds_its_share_of_event_streams(shared_hub):
+    greedy, other = raw.from_address("127.0.0.6"), raw.from_address("127.0.0.8")
+    url = f"{shared_hub.url}/gradio_api/heartbeat"
+    opened = [greedy.get(f"{url}/{raw.session()}", stream=True, timeout=30) for _ in range(CLIENT_STREAMS + 1)]
+    try:
+        assert [r.status_code for r in opened] == [200] * CLIENT_STREAMS + [429]
+        assert raw.detail(opened[-1]) == STREAMS_FULL.format(open=CLIENT_STREAMS, limit=CLIENT_STREAMS)
+        with other.get(f"{url}/{raw.session()}", stream=True, timeout=30) as theirs:
+            assert theirs.status_code == 200 and next(theirs.iter_lines()) == b"data: ALIVE"
+    finally:
+        for response in opened:
+            response.close()
+    deadline = time.monotonic() + 10
+    while (again := greedy.get(f"{url}/{raw.session()}", stream=True, timeout=30)).status_code != 200:
+        again.close()
+        assert time.monotonic() < deadline, "closed streams were never given back"
+    again.close()
+
+
+# ---------------------------------------------------------------- logins
+
+
+LOGINS = "# lab members\nada:lovelace-2024\nalan:turing\n"
+
+
+@pytest.fixture(scope="module")
+def login_hub(tmp_path_factory):
+    logins = tmp_path_factory.mktemp("auth") / "logins.txt"
+    logins.write_text(LOGINS)
+    hub = start_hub(tmp_path_factory.mktemp("login-hub"), ["--host", "0.0.0.0", "--auth", str(logins),
+                                                           "--login-attempts", "3"],
+                    {"HF_HUB_OFFLINE": "1"}, free_port())
+    yield hub
+    hub.process.terminate()
+    hub.process.wait(timeout=30)
+
+
+def login(http: requests.Session, url: str, user: str, password: str) -> requests.Response:
+    return http.post(f"{url}/login", data={"username": user, "password": password}, timeout=30)
+
+
+def test_guessing_is_slowed_while_the_right_user_logs_in_from_elsewhere(login_hub):
+    guesser = raw.from_address("127.0.0.2")
+    statuses, retry_after = [], []
+    for i in range(12):
+        r = login(guesser, login_hub.url, "ada", f"guess-{i}")
+        statuses.append(r.status_code)
+        if r.status_code == 429:
+            retry_after.append(int(r.headers["retry-after"]))
+            assert raw.detail(r) == LOGIN_WAIT.format(seconds=retry_after[-1])
+    assert statuses[:3] == [400] * 3 and statuses.count(400) <= 5 and statuses.count(429) >= 7, statuses
+    start = time.monotonic()
+    real = raw.from_address("127.0.0.3")
+    assert login(real, login_hub.url, "ada", "lovelace-2024").status_code == 200
+    assert time.monotonic() - start < 5 and real.get(f"{login_hub.url}/config", timeout=30).status_code == 200
+    assert login(guesser, login_hub.url, "ada", "lovelace-2024").status_code == 429, "the guesser still waits"
+    assert "ERROR" not in login_hub.log
+
+
+def test_every_route_that_takes_or_gives_data_needs_the_login(login_hub):
+    stranger = raw.from_address("127.0.0.4")
+    session = raw.session()
+    routes = [("POST", "/gradio_api/cancel", {"session_hash": session, "fn_index": 0, "event_id": "x"}),
+              ("POST", "/gradio_api/reset", {"session_hash": session, "fn_index": 0, "event_id": "x"}),
+              ("GET", f"/gradio_api/heartbeat/{session}", None), ("GET", "/config", None),
+              ("GET", "/gradio_api/info", None), ("GET", f"/gradio_api/queue/data?session_hash={session}", None),
+              ("POST", "/gradio_api/queue/join", {"data": [], "fn_index": 0, "session_hash": session}),
+              ("POST", "/gradio_api/call/synthesize", {"data": HONEST_PRAX}), ("GET", "/gradio_api/openapi.json", None),
+              ("GET", "/demohub/examples/tag2text/x.png", None)]
+    for method, path, body in routes:
+        r = stranger.request(method, login_hub.url + path, json=body, timeout=30, stream=True)
+        assert r.status_code == 401, (path, r.status_code)
+        assert r.json()["detail"]["error"] == LOGIN_NEEDED, path
+        r.close()
+    page = stranger.get(login_hub.url + "/", timeout=30)
+    assert page.status_code == 200 and "auth_required" in page.text, "the login page itself is open"
+    assert "ERROR" not in login_hub.log and "error id" not in login_hub.log, "a 401 is no error"
+    member = raw.from_address("127.0.0.5")
+    assert login(member, login_hub.url, "alan", "turing").status_code == 200
+    assert member.post(f"{login_hub.url}/gradio_api/reset", json={"session_hash": session, "fn_index": 0,
+                                                                  "event_id": "x"}, timeout=30).status_code == 200
+
+
+@pytest.mark.parametrize("streamlit", [False, True])
+def test_an_auth_file_without_a_login_refuses_to_start(tmp_path, streamlit):
+    empty = tmp_path / "logins.txt"
+    empty.write_text("# nobody yet\n\n")
+    done = subprocess.run([sys.executable, "-m", "apps.cli", "serve", "--auth", str(empty), "--port", str(free_port()),
+                           *(["--streamlit"] if streamlit else [])], capture_output=True, text=True, timeout=120,
+                          cwd=tmp_path, env={**os.environ, "PYTHONPATH": str(REPO)})
+    assert done.returncode != 0 and "--auth names no login" in done.stderr, done.stderr[-2000:]
