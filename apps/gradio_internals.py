@@ -70,6 +70,9 @@ INTERNALS = (
     Internal("gradio.mcp", "GradioMCPServer", "postprocess_output_data", "MCP tool results as JSON and images"),
     Internal("gradio.mcp", "GradioMCPServer", "simplify_filedata_schema", "MCP file-input schemas for strict hosts"),
     Internal("gradio.routes", "App", "create_app", "a quick start (one web app built at launch, none per page)"),
+    Internal("gradio.blocks", "Blocks", "get_config_file", "no exact Gradio version in /config and the pages"),
+    Internal("mcp.server.lowlevel.server", "jsonschema", "validate", "MCP argument errors naming the argument"),
+    Internal("gradio.routes", "VERSION", "__class__", "no exact Gradio version in openapi.json"),
 )
 
 
@@ -111,15 +114,93 @@ def apps_at_launch_only() -> Iterator[None]:
         App.create_app = original
 
 
+def say_less(blocks) -> str:
+    """What visitors learn of the server's libraries: Gradio's major version only (``gradio_client`` reads the
+    config's version to choose its protocol: anything above 4.29 is the current one), no MCP package version in the
+    MCP server's ``initialize`` answer (no client reads it). Returns the version now published."""
+    import gradio
+    from gradio import routes
+
+    public = gradio.__version__.split(".")[0]
+    if isinstance(getattr(blocks, "config", None), dict) and "version" in blocks.config:
+        blocks.config["version"] = public
+    if isinstance(getattr(routes, "VERSION", None), str):
+        routes.VERSION = public  # openapi.json's info.version
+    server = getattr(getattr(blocks, "mcp_server_obj", None), "mcp_server", None)
+    if server is not None and hasattr(server, "version"):
+        server.version = "1"
+    return public
+
+
+_SCHEMA_WORDS = {"integer": "a whole number", "number": "a number", "string": "text", "array": "a list",
+                 "object": "a JSON object", "boolean": "true or false", "null": "null"}
+
+
+def argument_sentence(error) -> str:
+    """A JSON-schema error on an MCP tool's arguments (``jsonschema.ValidationError``) as the hub's own sentence,
+    naming the argument, instead of the library's ("'x' is not of type 'integer'")."""
+    path = [str(p) for p in error.absolute_path]
+    name = path[0] if path else None
+    if error.validator == "required":
+        missing = str(error.message).split("'")[1] if "'" in str(error.message) else "an argument"
+        return f"The argument “{missing}” is missing; the tool list describes each argument."
+    if error.validator == "additionalProperties":
+        return "This tool takes only the arguments the tool list describes; leave the others out."
+    where = f"“{name}”" + (f" (at item {'.'.join(path[1:])})" if len(path) > 1 else "") if name else "The arguments"
+    if error.validator == "type":
+        kinds = error.validator_value if isinstance(error.validator_value, list) else [error.validator_value]
+        return f"The argument {where} must be {' or '.join(_SCHEMA_WORDS.get(k, k) for k in kinds)}."
+    if error.validator == "enum":
+        return f"The argument {where} must be one of: {', '.join(map(str, error.validator_value))[:200]}."
+    if error.validator in ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"):
+        bound = {"minimum": "at least", "maximum": "at most", "exclusiveMinimum": "more than",
+                 "exclusiveMaximum": "less than"}[error.validator]
+        return f"The argument {where} must be {bound} {error.validator_value}."
+    if error.validator in ("minItems", "maxItems", "minLength", "maxLength"):
+        return f"The argument {where} is too {'short' if error.validator.startswith('min') else 'long'}."
+    return f"The argument {where} does not have the form the tool list describes."
+
+
+def install_mcp_argument_sentences() -> None:
+    """The MCP server checks a tool call's arguments against the tool's schema and answers the library's words
+    ("Input validation error: 'x' is not of type 'integer'"); make its error name the argument in a sentence."""
+    try:
+        from mcp.server.lowlevel import server
+    except ImportError:
+        return
+    library = server.jsonschema
+    if getattr(library, "named_arguments", False):
+        return
+
+    class NamedArguments:
+        named_arguments = True
+        ValidationError = library.ValidationError
+
+        def __getattr__(self, name):
+            return getattr(library, name)
+
+        @staticmethod
+        def validate(instance, schema, *args, **kwargs):
+            try:
+                library.validate(instance, schema, *args, **kwargs)
+            except library.ValidationError as error:
+                raise library.ValidationError(argument_sentence(error)) from None
+
+    server.jsonschema = NamedArguments()
+
+
 def set_delete_cache(blocks, every_and_age: tuple[int, int] | None) -> None:
     """Gradio's ``delete_cache`` (a ``Blocks`` constructor argument) set on Blocks built before the operator's settings
     were read: the pages are built once, served under any settings."""
     blocks.delete_cache = every_and_age
 
 
-def wrap_queue_push(blocks, refuse: Callable[[Any, Any, Any, str | None], tuple[str, str] | None]) -> None:
+def wrap_queue_push(blocks, refuse: Callable[[Any, Any, Any, str | None], tuple[str, str] | None],
+                    hold: Callable[[Any, Any, str | None], contextlib.AbstractContextManager] | None = None) -> None:
     """The queue's ``push`` asks ``refuse(queue, body, request, username)`` first: ``(state, sentence)`` refuses the
-    job (an ``HTTPException`` it raises answers the request as it says)."""
+    job (an ``HTTPException`` it raises answers the request as it says). An admitted job is not in the queue until
+    ``push`` has run its validator (awaited: other joins are admitted meanwhile); ``hold(body, request, username)``
+    is entered for that time, so that ``refuse`` can count such jobs too."""
     queue = blocks._queue
     push = queue.push
 
@@ -128,7 +209,8 @@ def wrap_queue_push(blocks, refuse: Callable[[Any, Any, Any, str | None], tuple[
         if refusal is not None:
             state, detail = refusal
             return False, detail, state
-        return await push(body, request, username)
+        with hold(body, request, username) if hold is not None else contextlib.nullcontext():
+            return await push(body, request, username)
 
     queue.push = admitted_push
 

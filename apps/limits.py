@@ -219,7 +219,7 @@ def _clean_message(payload: Any, event: bytes, path: str) -> Any:
     escaped; the MCP library's own schema errors quote a visitor's whole argument)."""
     result = payload.get("result") if isinstance(payload, dict) else None
     if isinstance(result, dict) and result.get("isError") and isinstance(result.get("content"), list):
-        content = [{**c, "text": shorten(c["text"], markup=False)} if isinstance(c, dict) and isinstance(
+        content = [{**c, "text": shorten(mcp_sentence(c["text"]), markup=False)} if isinstance(c, dict) and isinstance(
             c.get("text"), str) else c for c in result["content"]]
         return None if content == result["content"] else {**payload, "result": {**result, "content": content}}
     if event == b"error":
@@ -236,6 +236,20 @@ def _clean_message(payload: Any, event: bytes, path: str) -> Any:
         return sentence
     cleaned = {**holder, key: sentence}
     return cleaned if event == b"error" else {**payload, "output": cleaned}
+
+
+MCP_FILE_FORMAT = ("A file argument must be the file itself as a data URI (data:image/png;base64,...); this hub does "
+                   "not fetch files from web addresses or read paths.")
+
+
+def mcp_sentence(text: str) -> str:
+    """An MCP tool error as the hub's own sentence: the schema check's prefix dropped (its sentence names the
+    argument: ``gradio_internals.install_mcp_argument_sentences``), Gradio's file-format complaint replaced."""
+    if text.startswith("Input validation error: "):
+        return text.removeprefix("Input validation error: ")
+    if "Invalid file data format" in text:
+        return MCP_FILE_FORMAT
+    return text
 
 
 def _logged(status: int, path: str, text: str) -> str:

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import contextlib
 import importlib.util
 import json
 import logging
@@ -29,6 +30,7 @@ import os
 import re
 import secrets
 import time
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
@@ -183,7 +185,27 @@ def client_jobs(queue, client: str) -> int:
     return sum(job_client(getattr(e, "request", None), getattr(e, "username", None)) == client for e in _events(queue))
 
 
-def admit(queue, body, settings: ServeSettings, request: Any = None, username: str | None = None):
+class Arriving:
+    """Per client, admitted jobs that are not in the queue yet (Gradio's push still runs their validator): counted
+    with the queue's own, so a burst of joins cannot all pass admission before the first is queued."""
+
+    def __init__(self):
+        self.counts: Counter = Counter()
+
+    @contextlib.contextmanager
+    def hold(self, body, request: Any, username: str | None):
+        client = job_client(request, username)
+        self.counts[client] += 1
+        try:
+            yield
+        finally:
+            self.counts[client] -= 1
+            if self.counts[client] <= 0:
+                del self.counts[client]
+
+
+def admit(queue, body, settings: ServeSettings, request: Any = None, username: str | None = None,
+          arriving: Arriving | None = None):
     """Why the queue refuses this event, as (Gradio's refusal state, detail), or None to let it in. A client past its
     share of jobs (``--client-jobs``, all its sessions together) is refused with a 429 and Retry-After (an
     ``HTTPException``; an MCP caller reads the sentence as a refused input)."""
@@ -198,7 +220,7 @@ def admit(queue, body, settings: ServeSettings, request: Any = None, username: s
     if pending >= settings.session_jobs:
         return _queue_full(TOO_MANY.format(pending=pending, limit=settings.session_jobs), agent)
     client = job_client(request, username)
-    held = client_jobs(queue, client)
+    held = client_jobs(queue, client) + (arriving.counts[client] if arriving is not None else 0)
     if held >= settings.client_jobs:
         sentence = JOBS_FULL.format(pending=held, limit=settings.client_jobs)
         log.info("refused a job of %s: %d waiting or running", client, held)
@@ -222,8 +244,10 @@ def _queue_full(message: str, agent: bool) -> tuple[str, Any]:
 
 def install_queue_rules(blocks, settings: ServeSettings) -> None:
     """``admit`` at the queue's one door (``/queue/join`` and ``/call/*``)."""
+    arriving = Arriving()
     gradio_internals.wrap_queue_push(
-        blocks, lambda queue, body, request, username: admit(queue, body, settings, request, username))
+        blocks, lambda queue, body, request, username: admit(queue, body, settings, request, username, arriving),
+        arriving.hold)
 
 
 def loopback_client(settings: ServeSettings, secret: str) -> Callable[[str], Any]:
@@ -268,11 +292,18 @@ class HubGuard:
             if refusal is not None:
                 return await respond(send, *refusal)
             scope = {**scope, "headers": [*scope["headers"], (CALLER_HEADER, client.encode())]}
-        elif self.settings.auth and user is None and not _open_without_login(method, path):
+            user = client.removeprefix("user:") if client.startswith("user:") else user
+        limit = body_limit(path, self.settings)
+        declared = declared_length(dict(scope["headers"]))
+        if declared is not None and declared > limit:  # before the login: a stranger's huge body costs nothing
+            log.info("refused a %s body on %s", human_bytes(declared), path)
+            return await respond(send, 413, self._too_big(path, declared, limit), close=True)
+        mcp = self.settings.mcp and bool(_MCP_PATH.match(path))  # its login is checked above, as HTTP Basic
+        if self.settings.auth and user is None and not mcp and not _open_without_login(method, path):
             log_quietly("401", "answered a request without a login (%s %s)", method, path[:100])
             return await respond(send, 401, json.dumps({"detail": {"error": LOGIN_NEEDED,
                                                                    "auth_message": LOGIN_NEEDED}}),
-                                 "application/json")
+                                 "application/json", close=True)
         if path.startswith(EXAMPLES_ROUTE + "/") and method in ("GET", "HEAD"):
             return await self._example(path, send)
         self._sweep()
@@ -281,11 +312,6 @@ class HubGuard:
             refusal = self._upload_refusal(dict(scope["headers"]), client)
             if refusal is not None:
                 return await respond(send, *refusal, close=True)
-        limit = body_limit(path, self.settings)
-        declared = declared_length(dict(scope["headers"]))
-        if declared is not None and declared > limit:
-            log.info("refused a %s body on %s", human_bytes(declared), path)
-            return await respond(send, 413, self._too_big(path, declared, limit), close=True)
         stream = stream_limits(method, path, self.settings)
         if stream is not None and (refusal := self.shares.open_stream(client)) is not None:
             return await _respond_share(send, refusal)
@@ -572,37 +598,55 @@ def launch(blocks, settings: ServeSettings, stats: Callable[[], dict], *, preven
                      default_concurrency_limit=settings.demo_concurrency)
     install_queue_rules(blocks, settings)
     gradio_internals.install_lazy_session_configs()
+    gradio_internals.install_mcp_argument_sentences()
     event_inputs.install(blocks, user_errors, page_errors)
     upload_dir = get_upload_folder()
     Path(upload_dir).mkdir(parents=True, exist_ok=True)
     guard = Middleware(HubGuard, settings=settings, token=token, stats=lambda: _operator_stats(blocks, stats),
                        upload_dir=upload_dir, loopback_secret=loopback_secret, examples=example_file,
                        shares=Shares.from_settings(settings))
-    # uvicorn reads who may forward a client's address from here when Gradio builds the server (default: nobody).
-    os.environ["FORWARDED_ALLOW_IPS"] = settings.forwarded_allow_ips
     logins = list(settings.auth)
     if logins and settings.mcp:  # the MCP loopback's own login; its password is a secret of this process
         logins.append((LOOPBACK_USER, loopback_secret))
-    result = blocks.launch(
-        server_name=settings.host, server_port=settings.port, share=settings.share,
-        prevent_thread_lock=True, quiet=prevent_thread_lock,
-        auth=logins or None, max_file_size=settings.max_file_size,
-        enable_monitoring=settings.monitoring, mcp_server=settings.mcp,
-        app_kwargs={"middleware": [guard], "lifespan": gradio_internals.mcp_lifespan(
-            blocks, settings.mcp, loopback_client(settings, loopback_secret))},
-        show_error=False,  # every handler's error is a gr.Error sentence (event_inputs); nothing else is shown
-        **launch_kwargs,
-    )
+    # uvicorn reads who may forward a client's address from its environment when Gradio builds the server (ours:
+    # nobody unless --forwarded-allow-ips, where uvicorn's own default trusts loopback).
+    with _environment(FORWARDED_ALLOW_IPS=settings.forwarded_allow_ips):
+        result = blocks.launch(
+            server_name=settings.host, server_port=settings.port, share=settings.share,
+            prevent_thread_lock=True, quiet=prevent_thread_lock,
+            auth=logins or None, max_file_size=settings.max_file_size,
+            enable_monitoring=settings.monitoring, mcp_server=settings.mcp,
+            app_kwargs={"middleware": [guard], "lifespan": gradio_internals.mcp_lifespan(
+                blocks, settings.mcp, loopback_client(settings, loopback_secret))},
+            show_error=False,  # every handler's error is a gr.Error sentence (event_inputs); nothing else is shown
+            **launch_kwargs,
+        )
     guard_connections(blocks.server, max_connections=settings.max_connections,
                       per_address=None if settings.share else settings.max_connections_per_address,
                       header_timeout=settings.read_timeout,  # with --share every visitor arrives from the tunnel
                       exempt=trusted_proxies(settings.forwarded_allow_ips))
+    gradio_internals.say_less(blocks)
     write_operator_file(blocks.server_port, f"http://127.0.0.1:{blocks.server_port}", token)
     if on_serving is not None:
         on_serving()
     if not prevent_thread_lock:
         blocks.block_thread()
     return result
+
+
+@contextlib.contextmanager
+def _environment(**values: str):
+    """Environment variables set for the duration of the block, then restored."""
+    before = {name: os.environ.get(name) for name in values}
+    os.environ.update(values)
+    try:
+        yield
+    finally:
+        for name, value in before.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
 
 
 def _operator_stats(blocks, stats: Callable[[], dict]) -> dict:

@@ -132,7 +132,9 @@ def assert_answers(answer: dict, weights: str) -> None:
 
 def test_first_calls_on_busy_cores(tmp_path):
     with busy_cores():
-        hub = start_hub(tmp_path, ["--downloads", "off"], {"HF_HUB_OFFLINE": "1"}, free_port(), poll=0.05)
+        # Ten clients at once from this one address: more than one visitor's share of jobs (--client-jobs 8).
+        hub = start_hub(tmp_path, ["--downloads", "off", "--client-jobs", "16"], {"HF_HUB_OFFLINE": "1"}, free_port(),
+                        poll=0.05)
         try:
             synthesize = raw.fn_index(httpx.get(f"{hub.url}/config", timeout=60).json(), "synthesize")
             first_join = timed_join(hub.url, synthesize)  # alone: what admission costs right after start

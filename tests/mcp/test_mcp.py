@@ -10,6 +10,7 @@ import asyncio
 import base64
 import concurrent.futures
 import functools
+import itertools
 import json
 import re
 import threading
@@ -218,13 +219,19 @@ def test_missing_weights_answer_with_the_pages_sentence(mcp_hub):
 # ---------------------------------------------------------------- the login, SSE, the per-caller job limit
 
 
+STRANGERS = itertools.count(10)
+
+
 @pytest.mark.parametrize("path", ["/gradio_api/mcp/", "/gradio_api/mcp", "/gradio_api/mcp/sse",
                                   "/gradio_api/mcp/messages/", "/gradio_api/mcp/schema"])
 @pytest.mark.parametrize("headers", [{}, basic("ada", "wrong"), basic("nobody", "x"), {"Authorization": "Bearer x"}],
                          ids=["none", "wrong-password", "unknown-user", "bearer"])
 def test_mcp_needs_the_hub_login(mcp_hub, path, headers):
+    # Each case from an address of its own, as strangers arrive: wrong passwords slow down their own client only
+    # (two tries here, under its free ones), never the members' calls from 127.0.0.1 in the tests below.
+    stranger = httpx.Client(transport=httpx.HTTPTransport(local_address=f"127.0.0.{next(STRANGERS)}"))
     for method in ("GET", "POST"):
-        r = httpx.request(method, mcp_hub.url + path, headers=headers, json={}, timeout=30)
+        r = stranger.request(method, mcp_hub.url + path, headers=headers, json={}, timeout=30)
         assert r.status_code == 401 and r.text == MCP_LOGIN and r.headers["www-authenticate"].startswith("Basic")
 
 

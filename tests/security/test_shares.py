@@ -201,3 +201,66 @@ def test_an_auth_file_without_a_login_refuses_to_start(tmp_path, streamlit):
                            *(["--streamlit"] if streamlit else [])], capture_output=True, text=True, timeout=120,
                           cwd=tmp_path, env={**os.environ, "PYTHONPATH": str(REPO)})
     assert done.returncode != 0 and "--auth names no login" in done.stderr, done.stderr[-2000:]
+
+
+def test_every_queued_event_keeps_one_client_to_its_share(shared_hub):
+    """The fuzz harness's category "a client's share", for every queued event the hub publishes (generated from
+    /config, so a new endpoint is covered the day it exists): one address sends a burst of joins at once with the
+    event's honest values; whatever it is not given reads the 429 share sentence (or the demo's own refusal of the
+    values), never "the hub is busy": the shared queue is never filled by one client; another address is served after
+    each burst."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from apps.serving import BUSY
+    from tests.security import fuzz
+
+    config = requests.get(f"{shared_hub.url}/config", timeout=30).json()
+    events = {c.fn_index: c for c in fuzz.cases(config) if c.queued}  # any case of each event: for its index
+    components = {c["id"]: c for c in config["components"]}
+    greedy = raw.from_address("127.0.0.6")
+    busy_prefix = BUSY.split("(")[0]
+    problems = []
+
+    def join(index: int, data: str) -> requests.Response:
+        body = ('{"data": ' + data + f', "fn_index": {index}, "session_hash": "{raw.session()}", '
+                '"event_data": null, "trigger_id": null}')
+        return greedy.post(f"{shared_hub.url}/gradio_api/queue/join", data=body.encode(), timeout=60,
+                           headers={"content-type": "application/json"})
+
+    assert len(events) >= 20
+    for index in events:
+        dep = next(d for d in config["dependencies"] if d["id"] == index)
+        data = "[" + ", ".join(fuzz.honest_value(components[i]) for i in dep["inputs"]) + "]"
+        with ThreadPoolExecutor(CLIENT_JOBS + 3) as pool:
+            replies = list(pool.map(join, [index] * (CLIENT_JOBS + 3), [data] * (CLIENT_JOBS + 3)))
+        for reply in replies:
+            if reply.status_code == 429 and raw.detail(reply) != JOBS_FULL.format(pending=CLIENT_JOBS,
+                                                                                  limit=CLIENT_JOBS):
+                problems.append(f"{index}:{dep.get('api_name')}: 429 without the share sentence: {raw.detail(reply)}")
+            if reply.status_code == 503 or busy_prefix in raw.detail(reply):
+                problems.append(f"{index}:{dep.get('api_name')}: one client filled the queue")
+    assert not problems, "\n".join(problems)
+    honest_call(shared_hub.url)
+
+
+def test_visitors_learn_no_versions_and_read_the_hubs_own_sentences(shared_hub):
+    """No server header, Gradio's major version only where gradio_client reads it (/config; openapi.json the same),
+    no MCP package version, and an MCP argument of the wrong kind answered in a sentence naming the argument."""
+    import gradio
+
+    from tests.security.conftest import mcp_call
+
+    major = gradio.__version__.split(".")[0]
+    visitor = raw.from_address("127.0.0.8")
+    config = visitor.get(f"{shared_hub.url}/config", timeout=30)
+    assert "server" not in config.headers and config.json()["version"] == major
+    page = visitor.get(f"{shared_hub.url}/", timeout=30)
+    assert "server" not in page.headers and f'"version":"{gradio.__version__}"' not in page.text
+    assert visitor.get(f"{shared_hub.url}/gradio_api/openapi.json", timeout=30).json()["info"]["version"] == major
+    initialize = visitor.post(f"{shared_hub.url}/gradio_api/mcp/", timeout=30, json={
+        "jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "test", "version": "1"}}},
+        headers={"accept": "application/json, text/event-stream"})
+    assert '"serverInfo":{"name":"Paper Demo Hub","version":"1"}' in initialize.text.replace(" ", "")
+    result = mcp_call(shared_hub.url, "synthesize", {"examples": HONEST_PRAX[0], "weights": "tiny-literal", "k": "x"})
+    assert result.isError and result.content[0].text == "The argument “k” must be a whole number."
