@@ -313,7 +313,11 @@ class HubGuard:
             if refusal is not None:
                 return await respond(send, *refusal, close=True)
         stream = stream_limits(method, path, self.settings)
-        if stream is not None and (refusal := self.shares.open_stream(client)) is not None:
+        if stream is not None and self._loopback(scope):
+            counted = None  # the MCP loopback's own streams carry every agent's calls: each agent's count is its own
+        else:
+            counted = client if stream is not None else None
+        if counted is not None and (refusal := self.shares.open_stream(counted)) is not None:
             return await _respond_share(send, refusal)
         idle, total = stream or (None, None)
         request = BoundedRequest(receive, send, limit=limit, timeout=self.settings.read_timeout, path=path,
@@ -338,8 +342,8 @@ class HubGuard:
                           "application/json")
         finally:
             request.close()
-            if stream is not None:
-                self.shares.close_stream(client)
+            if counted is not None:
+                self.shares.close_stream(counted)
 
     async def _login(self, scope, request: BoundedRequest, client: str) -> None:
         """Gradio's login route, with the tries of each client (and each user name) slowed past their share."""
@@ -382,13 +386,17 @@ class HubGuard:
             return MCP_TOO_BIG.format(**sizes)
         return BODY_TOO_BIG.format(**sizes, upload=human_bytes(self.settings.max_file_size * FILES_PER_UPLOAD))
 
+    def _loopback(self, scope) -> bool:
+        """Whether this is our MCP loopback client's request (it carries the per-launch secret)."""
+        given = dict(scope["headers"]).get(LOOPBACK_HEADER, b"").decode("latin-1")
+        return bool(self.loopback_secret) and secrets.compare_digest(given, self.loopback_secret)
+
     def _trusted(self, scope) -> dict:
         """``scope`` without our internal headers, unless it is our MCP loopback's request (it knows the secret)."""
         headers = scope["headers"]
         if not any(key in (LOOPBACK_HEADER, CALLER_HEADER) for key, _ in headers):
             return scope
-        given = dict(headers).get(LOOPBACK_HEADER, b"").decode("latin-1")
-        if self.loopback_secret and secrets.compare_digest(given, self.loopback_secret):
+        if self._loopback(scope):
             return scope
         return {**scope, "headers": [(k, v) for k, v in headers if k not in (LOOPBACK_HEADER, CALLER_HEADER)]}
 

@@ -83,7 +83,7 @@ class ServeSettings:
     min_body_rate: int = 10_000  # bytes a second a request body must average once --read-timeout has passed
     stream_idle: float = 60.0  # seconds an event stream may send nothing before it is closed
     stream_timeout: float = 1800.0  # seconds a result stream (/queue/data, /call/<name>/<id>) may stay open in all
-    client_streams: int = 16  # event streams one client may have open at once
+    client_streams: int = 32  # event streams one client may have open at once
     client_jobs: int = 8  # requests one client may have waiting or running, all its sessions together
     client_upload_quota: int = 250_000_000  # upload bytes one client may have stored at once
     anonymous_upload_retention: int = 600  # seconds the uploads of a client without a login are kept

@@ -140,7 +140,7 @@ class Shares:
     """The shares of one running hub: open streams and stored uploads per client, wrong passwords per client and per
     user name. Jobs are counted from the queue itself (``apps.serving.admit``), so nothing here can drift from it."""
 
-    client_streams: int = 16
+    client_streams: int = 32
     client_upload_quota: int = 250_000_000
     anonymous_upload_retention: float = 600.0
     upload_retention: float = 3600.0  # --delete-cache: Gradio's own sweeper deletes every upload after this
