@@ -237,12 +237,52 @@ def add_arguments(parser: argparse.ArgumentParser, default_port: int | None = 78
                         help="serve.yaml with replicas, autoscaling and CPUs/GPUs per demo; implies --ray")
 
 
+# The limits serve.yaml's ``hub:`` section may set (the share of each client and the budgets of each request); sizes
+# are written as for the flags (25MB), seconds and counts as numbers.
+HUB_KEYS = ("max_file_size", "max_request_size", "read_timeout", "min_body_rate", "max_connections",
+            "max_connections_per_address", "forwarded_allow_ips", "client_streams", "stream_idle", "stream_timeout",
+            "queue_size", "client_jobs", "session_jobs", "demo_concurrency", "client_upload_quota",
+            "anonymous_upload_retention", "login_attempts", "delete_cache")
+_SIZES = ("max_file_size", "max_request_size", "min_body_rate", "client_upload_quota")
+
+
+def hub_section(path: str | Path) -> dict:
+    """serve.yaml's ``hub:`` section, checked: each key one of ``HUB_KEYS``, each value of its setting's kind."""
+    import yaml
+
+    try:
+        data = yaml.safe_load(Path(path).read_text(encoding="utf-8")) or {}
+    except (OSError, yaml.YAMLError):
+        return {}  # the Ray pool reads the same file and says what is wrong with it
+    section = data.get("hub") if isinstance(data, dict) else None
+    if section is None:
+        return {}
+    if not isinstance(section, dict):
+        raise UserInputError(f"{Path(path).name}: hub must be a mapping (key: value lines).")
+    values, defaults = {}, ServeSettings()
+    for key, value in section.items():
+        if key not in HUB_KEYS:
+            raise UserInputError(f"{Path(path).name}: hub: unknown key {key!r}; the keys are {', '.join(HUB_KEYS)}.")
+        kind = type(getattr(defaults, key))
+        try:
+            values[key] = parse_size(value) if key in _SIZES else kind(value)
+        except (TypeError, ValueError):
+            raise UserInputError(f"{Path(path).name}: hub: {key} must be {kind.__name__ if kind is not str else 'text'}"
+                                 f", not {value!r}.") from None
+    return values
+
+
+def _given(key: str, value: object) -> bool:
+    """Whether the operator set ``key`` with its flag or its DEMOHUB_* variable (else serve.yaml's hub section may)."""
+    return f"DEMOHUB_{key.upper()}" in os.environ or value != getattr(ServeSettings(), key)
+
+
 def from_args(args: argparse.Namespace) -> ServeSettings:
     """The settings a hub serves under; a DEMOHUB_QUANTIZE this machine cannot run stops it here, in a sentence,
     before any visitor (the models read it when they load)."""
     if problem := quantize_problem():
         raise UserInputError(problem)
-    return ServeSettings(
+    settings = ServeSettings(
         host=args.host, port=args.port or ServeSettings.port, share=args.share, downloads=args.downloads,
         max_file_size=args.max_file_size, max_request_size=args.max_request_size, read_timeout=args.read_timeout,
         max_connections=args.max_connections, max_connections_per_address=args.max_connections_per_address,
@@ -257,6 +297,10 @@ def from_args(args: argparse.Namespace) -> ServeSettings:
         ray=args.ray or bool(args.ray_address or args.serve_config), ray_address=args.ray_address,
         serve_config=args.serve_config,
     )
+    if args.serve_config:  # what no flag or variable sets, serve.yaml's hub section may
+        from_file = {k: v for k, v in hub_section(args.serve_config).items() if not _given(k, getattr(settings, k))}
+        settings = replace(settings, **from_file)
+    return settings
 
 
 def from_env(**overrides) -> ServeSettings:

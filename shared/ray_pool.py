@@ -137,7 +137,7 @@ class ServeConfig:
 
     @classmethod
     def parse(cls, data: Any, demos: Sequence[Demo], source: str = "serve.yaml") -> ServeConfig:
-        _mapping(data, source, allowed=("defaults", "demos"))
+        _mapping(data, source, allowed=("hub", "defaults", "demos"))  # hub: the hub's own limits (apps.settings)
         defaults = _deployment(data.get("defaults") or {}, DeploymentConfig(), f"{source}: defaults")
         by_id = {demo.id: demo for demo in demos}
         chosen = {}

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 
 import pytest
 
@@ -119,3 +120,27 @@ def test_mcp_is_on_by_default_and_off_by_flag_or_variable(monkeypatch):
         assert not from_env().mcp, off
     monkeypatch.setenv("DEMOHUB_MCP", "1")
     assert from_env().mcp
+
+
+def test_serve_yaml_hub_section_lists_the_defaults_and_yields_to_flags_and_variables(tmp_path, monkeypatch):
+    """serve.yaml's hub section names the share figures at their defaults (so the file reads true); a hub started
+    with a serve config takes from it what no flag or DEMOHUB_* variable sets; an unknown key is a sentence."""
+    from apps.settings import HUB_KEYS, hub_section
+
+    shipped = hub_section(Path(__file__).resolve().parents[2] / "serve.yaml")
+    defaults = ServeSettings()
+    assert shipped and {k: getattr(defaults, k) for k in shipped} == shipped
+    assert set(shipped) >= {"client_jobs", "client_streams", "client_upload_quota", "min_body_rate", "login_attempts",
+                            "anonymous_upload_retention", "forwarded_allow_ips", "stream_idle", "stream_timeout"}
+    config = tmp_path / "serve.yaml"
+    config.write_text("hub:\n  client_jobs: 3\n  client_upload_quota: 5MB\n  login_attempts: 9\n")
+    for name in HUB_KEYS:
+        monkeypatch.delenv(f"DEMOHUB_{name.upper()}", raising=False)
+    monkeypatch.setenv("DEMOHUB_LOGIN_ATTEMPTS", "2")
+    parser = argparse.ArgumentParser()
+    add_arguments(parser)
+    settings = from_args(parser.parse_args(["--serve-config", str(config), "--client-upload-quota", "7MB"]))
+    assert (settings.client_jobs, settings.client_upload_quota, settings.login_attempts) == (3, 7_000_000, 2)
+    config.write_text("hub:\n  client_job: 3\n")
+    with pytest.raises(UserInputError, match="hub: unknown key 'client_job'; the keys are"):
+        from_args(parser.parse_args(["--serve-config", str(config)]))
