@@ -23,15 +23,16 @@ class DripStats:
 
 class SlowDrips:
     """``per_address`` connections from each of ``addresses``, each declaring a ``declared``-byte body on ``path`` and
-    sending one byte of it every ``interval`` seconds (a pause far under any per-pause deadline), reopened as soon as
-    the hub closes one, for at most ``duration`` seconds."""
+    sending ``chunk`` bytes of it every ``interval`` seconds (a pause far under any per-pause deadline), reopened as
+    soon as the hub closes one, for at most ``duration`` seconds."""
 
     def __init__(self, url: str, addresses: list[str], per_address: int, *, interval: float = 1.0,
-                 duration: float = 20.0, declared: int = 100_000, path: str = "/gradio_api/queue/join"):
+                 duration: float = 20.0, declared: int = 100_000, path: str = "/gradio_api/queue/join",
+                 chunk: int = 1):
         host, port = url.split("//")[1].split(":")
         self.target = (host, int(port))
         self.addresses, self.per_address, self.interval = addresses, per_address, interval
-        self.duration, self.declared, self.path = duration, declared, path
+        self.duration, self.declared, self.path, self.chunk = duration, declared, path, chunk
         self.stats = DripStats()
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
@@ -81,7 +82,7 @@ class SlowDrips:
                 self._closed(sock)
             for sock in list(self._open):
                 try:
-                    sock.send(b"x")
+                    sock.send(b"x" * self.chunk)
                 except OSError:
                     self._closed(sock)
             self.stats.most_open = max(self.stats.most_open, len(self._open))

@@ -33,7 +33,8 @@ HONEST = "127.0.0.9"
 @pytest.fixture(scope="module")
 def shared_hub(public_root, hub_server, tmp_path_factory):
     hub = start_hub(tmp_path_factory.mktemp("shared-hub"),
-                    ["--host", "0.0.0.0", "--read-timeout", str(READ_TIMEOUT), "--max-connections", "100",
+                    ["--host", "0.0.0.0", "--read-timeout", str(READ_TIMEOUT), "--min-body-rate", "1KB",
+                     "--max-connections", "100",
                      "--max-connections-per-address", "40", "--client-jobs", str(CLIENT_JOBS), "--client-streams",
                      str(CLIENT_STREAMS), "--max-file-size", "2MB", "--client-upload-quota", str(UPLOAD_QUOTA),
                      "--anonymous-upload-retention", str(RETENTION)],
@@ -49,21 +50,36 @@ def honest_call(url: str) -> None:
     assert answer.data[0]["n_samples"] > 0
 
 
-def test_slow_drips_from_many_addresses_never_lock_an_honest_visitor_out(shared_hub):
-    """160 drips from 4 addresses (40 each, the per-address cap) on a hub of 100 connections, each sending a byte a
-    second of a declared 100 KB body, reopened as they close. A per-pause deadline never fires on them (each pause is
-    1 s of 2 s); the minimum body rate closes each within about 2 s, and a full hub makes room for the honest visitor
-    by closing a connection of the address that holds the most."""
+def test_slow_drips_are_closed_at_their_total_deadline(shared_hub):
+    """60 drips from 2 addresses, each sending a byte a second of a declared 100 KB body, reopened as they close: a
+    per-pause deadline never fires on them (each pause is 1 s of 2 s); the minimum body rate closes each within about
+    2 s, and the honest visitor is served meanwhile."""
     baseline = timed(3, lambda: honest_call(shared_hub.url))
-    with SlowDrips(shared_hub.url, [f"127.0.0.{i}" for i in (2, 3, 4, 5)], per_address=40, interval=1.0,
-                   duration=40) as drips:
+    with SlowDrips(shared_hub.url, ["127.0.0.2", "127.0.0.3"], per_address=30, interval=1.0, duration=40) as drips:
+        drips.wait_until_open(55)
+        time.sleep(READ_TIMEOUT + 2)
+        under_attack = timed(3, lambda: honest_call(shared_hub.url))
+        stats = drips.stats
+    print(f"honest visitor: idle {summary(baseline)}; under 60 drips {summary(under_attack)}; drips closed "
+          f"{stats.closed_by_hub}, lifetimes up to {max(stats.lifetimes, default=0):.1f} s")
+    assert stats.closed_by_hub >= 60 and max(stats.lifetimes) < READ_TIMEOUT + 3, "a drip lives about 2 s, no more"
+    assert max(under_attack) < max(baseline) + 5, (baseline, under_attack)
+
+
+def test_a_full_hub_makes_room_for_an_honest_visitor(shared_hub):
+    """160 connections from 4 addresses (40 each, the per-address cap) on a hub of 100 connections, each sending a
+    declared 1 MB body at 2 KB/s, above the minimum rate, so no deadline closes them: the hub is full of clients
+    within their rights. A newcomer from a fifth address is served in its usual time: the full hub closes a
+    connection of the address that holds the most to make room for it."""
+    baseline = timed(3, lambda: honest_call(shared_hub.url))
+    with SlowDrips(shared_hub.url, [f"127.0.0.{i}" for i in (2, 3, 4, 5)], per_address=40, interval=0.5,
+                   duration=40, declared=1_000_000, chunk=1000) as drips:
         drips.wait_until_open(95)
-        time.sleep(READ_TIMEOUT + 1)  # the hub is full and has been churning drips
+        time.sleep(1)
         under_attack = timed(5, lambda: honest_call(shared_hub.url))
         stats = drips.stats
-    print(f"honest visitor: idle {summary(baseline)}; under 160 drips {summary(under_attack)}; drips taken "
-          f"{stats.opened}, refused {stats.refused}, lifetimes up to {max(stats.lifetimes):.1f} s")
-    assert stats.closed_by_hub >= 40 and max(stats.lifetimes) < READ_TIMEOUT + 3, "a drip lives about 2 s, no more"
+    print(f"honest visitor: idle {summary(baseline)}; on a full hub {summary(under_attack)}; connections closed "
+          f"for room {stats.closed_by_hub}")
     assert max(under_attack) < max(baseline) + 5, (baseline, under_attack)
     assert "Traceback" not in shared_hub.log
 
