@@ -280,3 +280,30 @@ def test_visitors_learn_no_versions_and_read_the_hubs_own_sentences(shared_hub):
     assert '"serverInfo":{"name":"Paper Demo Hub","version":"1"}' in initialize.text
     result = mcp_call(shared_hub.url, "synthesize", {"examples": HONEST_PRAX[0], "weights": "tiny-literal", "k": "x"})
     assert result.isError and result.content[0].text == "The argument “k” must be a whole number."
+
+
+def test_a_member_logs_in_on_the_page_and_the_page_works_behind_the_login(login_hub, browser):
+    """In Chromium at 720 px: the login page is served without a login (its files too), a wrong password reads the
+    page's own message, the right one opens the demo, and nothing the page then asks of the hub is refused (its
+    heartbeat, config and events carry the login cookie)."""
+    context = browser.new_context(viewport={"width": 720, "height": 900})
+    page = context.new_page()
+    refused = []
+    page.on("response", lambda r: r.status in (401, 403, 429) and refused.append((r.status, r.url)))
+    page.goto(f"{login_hub.url}/prax")
+    fields = page.locator("input")
+    fields.nth(0).fill("alan")
+    fields.nth(1).fill("wrong")
+    page.get_by_role("button", name="Login").click()
+    page.get_by_text("Incorrect Credentials").wait_for(timeout=30_000)
+    fields.nth(0).fill("alan")  # the page empties both fields after a wrong password
+    fields.nth(1).fill("turing")
+    page.get_by_role("button", name="Login").click()
+    page.get_by_text("PraX: regexes from examples").wait_for(timeout=60_000)
+    example = page.get_by_placeholder("type a string, then press + or − (Enter adds it as +)")
+    example.fill("ab1")
+    example.press("Enter")
+    page.get_by_text("ab1").first.wait_for(timeout=30_000)
+    page.wait_for_timeout(1000)
+    context.close()
+    assert refused == [], refused
