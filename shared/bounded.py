@@ -3,21 +3,31 @@ at its deadline, not a thread that is asked to stop.
 
 RDKit's own ``timeout`` does not bound an embedding (8,000 fragments ran 86 s against timeout=20) and holds the
 interpreter lock meanwhile, so in the hub's process such work would stall every other visitor. Here it runs in one of
-a few warm worker processes (``spawn``ed: no copy of the hub's threads or models) with an address-space limit; past
-its deadline the worker is killed and replaced, and the caller gets the sentence it gave. A worker's exceptions
-come back as themselves (a ``UserInputError`` keeps its sentence and argument); running out of memory is a sentence.
+a few warm worker processes with an address-space limit; past its deadline the worker is killed and replaced, and the
+caller gets the sentence it gave. A worker's exceptions come back as themselves (a ``UserInputError`` keeps its
+sentence and argument); running out of memory is a sentence.
+
+A worker is a fresh interpreter started from this module (``python -c "from shared.bounded import serve ..."``), not
+a ``multiprocessing`` child: ``spawn`` and ``forkserver`` children import the caller's ``__main__`` again, which
+runs a script without a main guard a second time and fails outright for ``python -`` (stdin), so the library would
+work inside the hub and pytest but not from a user's first script. It gets no copy of the caller's threads or models
+(as ``fork`` would), only its import path, and talks over a socket pair as ``multiprocessing.Pipe`` does.
 """
 
 from __future__ import annotations
 
 import functools
 import logging
-import multiprocessing
 import os
 import queue
 import resource
 import signal
+import socket
+import subprocess
+import sys
 from collections.abc import Callable
+from multiprocessing.connection import Connection
+from pathlib import Path
 from typing import Any
 
 from shared.errors import UserInputError
@@ -49,13 +59,17 @@ STARTED = "started"  # a worker's word that it holds the work and begins it
 START_SECONDS = 120  # for a fresh worker to start and import the work's module (busy cores included)
 
 
-def _serve(conn, memory_bytes: int) -> None:
-    """A worker's loop: run ``(fn, args)`` from ``conn``, send back ``(True, result)`` or ``(False, exception)``."""
+def serve(fd: int, memory_bytes: int) -> None:
+    """A worker's loop (the worker process's whole program): take the caller's import path from the connection on
+    ``fd``, then run each ``(fn, args)`` it sends and send back ``(True, result)`` or ``(False, exception)``."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C stops the hub, which stops its workers
-    os.environ.setdefault("OMP_NUM_THREADS", "1")
-    os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
     if memory_bytes:
         resource.setrlimit(resource.RLIMIT_AS, (memory_bytes, memory_bytes))
+    conn = Connection(fd)
+    try:
+        sys.path[:] = [*conn.recv(), *(p for p in sys.path if p)]  # the caller's modules import here as there
+    except (EOFError, OSError):
+        return
     while True:
         try:
             fn, args = conn.recv()  # unpickling ``fn`` imports its module: a fresh worker's start-up ends here
@@ -72,23 +86,35 @@ def _serve(conn, memory_bytes: int) -> None:
             conn.send((False, RuntimeError(f"the worker's reply could not be sent: {type(error).__name__}")))
 
 
+PROJECT_ROOT = str(Path(__file__).resolve().parents[1])  # where ``shared`` is found, whoever the caller is
+
+
 class Worker:
+    """One worker process: a fresh interpreter running ``serve``, connected by a socket pair."""
+
     def __init__(self, memory_bytes: int):
-        context = multiprocessing.get_context("spawn")
-        self.conn, child = context.Pipe()
-        self.process = context.Process(target=_serve, args=(child, memory_bytes), daemon=True,
-                                       name="demohub-bounded-work")
-        self.process.start()
-        child.close()
+        ours, theirs = socket.socketpair()
+        env = {**os.environ, "OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS", "1"),
+               "OPENBLAS_NUM_THREADS": os.environ.get("OPENBLAS_NUM_THREADS", "1"),
+               "PYTHONPATH": os.pathsep.join(filter(None, [PROJECT_ROOT, os.environ.get("PYTHONPATH")]))}
+        try:
+            self.process = subprocess.Popen(
+                [sys.executable, "-c", f"from shared.bounded import serve; serve({theirs.fileno()}, {memory_bytes})"],
+                pass_fds=(theirs.fileno(),), env=env, stdin=subprocess.DEVNULL)
+        finally:
+            theirs.close()
+        self.conn = Connection(ours.detach())
+        here = [os.getcwd() if not p else p for p in sys.path]  # "" (python -c, stdin, a REPL): the caller's folder
+        self.conn.send([p for p in here if os.path.isdir(p)])
 
     def kill(self) -> None:
         self.process.kill()
-        self.process.join(5)
+        self.process.wait(5)
         self.conn.close()
 
     @property
     def alive(self) -> bool:
-        return self.process.is_alive()
+        return self.process.poll() is None
 
 
 class WorkerPool:

@@ -16,6 +16,14 @@ import requests
 REPO = Path(__file__).resolve().parents[1]  # the checkout these tests belong to
 
 
+def checkout_env(env: dict[str, str] | None = None) -> dict[str, str]:
+    """``env`` (default: this process's environment) for a command a test starts (the hub, the CLI, a script): it
+    imports this checkout, the one the test belongs to, not whatever copy an editable install points at."""
+    environment = dict(os.environ if env is None else env)
+    environment["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO), environment.get("PYTHONPATH")]))
+    return environment
+
+
 @dataclass
 class RunningHub:
     url: str
@@ -50,8 +58,7 @@ def start_hub(root: Path, args: list[str], env: dict[str, str], port: int, poll:
                        DEMOHUB_STATE_DIR=str(root / "state"), DEMOHUB_CONVERTED_CACHE=str(root / "converted"),
                        GRADIO_ANALYTICS_ENABLED="False", HF_HUB_DISABLE_TELEMETRY="1", OMP_NUM_THREADS="1",
                        PYTHONUNBUFFERED="1", **env)
-    # This checkout's code, not whatever copy an editable install of the environment points at.
-    environment["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO), environment.get("PYTHONPATH")]))
+    environment = checkout_env(environment)
     log = open(root / "hub.log", "w")  # noqa: SIM115 - closed with the process
     process = subprocess.Popen([sys.executable, "-m", "apps.cli", "serve", "--port", str(port), *args],
                                cwd=root / "cwd", env=environment, stdout=log, stderr=subprocess.STDOUT)

@@ -8,6 +8,7 @@ import sys
 import pytest
 
 from apps import DEMOS, cli
+from tests.commands import checkout_env
 from tests.conftest import free_port
 
 
@@ -16,7 +17,7 @@ def run_cli(*args, tmp_path, **env):
     inherited = {k: v for k, v in os.environ.items() if k != "DEMOHUB_CHECKPOINTS"}
     full_env = {**inherited, "HF_HUB_OFFLINE": "1", "HF_HUB_CACHE": str(tmp_path / "hub"), **env}
     return subprocess.run([sys.executable, "-m", "apps.cli", *args], capture_output=True, text=True,
-                          env=full_env, timeout=120)
+                          env=checkout_env(full_env), timeout=120)
 
 
 def test_list_offline_shows_every_weight_set(tmp_path):

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import re
+from pathlib import Path
 
 from shared.weights import REPO_ROOT
 
@@ -38,3 +39,17 @@ def test_the_test_command_installs_the_pinned_stack_and_what_the_tests_drive():
     assert "-r requirements.txt -r requirements-dev.txt -c constraints.txt" in script
     assert "npm ci --prefix tests/js" in script and "chromium" in script and "nodejs" in script
     assert script.rstrip().endswith('exec python -m pytest "$@"')
+
+
+def test_a_command_a_test_starts_imports_this_checkout(tmp_path):
+    """Every hub, CLI and script a test starts gets ``checkout_env``: from an empty folder, its ``apps`` and
+    ``shared`` are this checkout's, whatever copy an editable install of the environment points at."""
+    import subprocess
+    import sys
+
+    from tests.commands import REPO, checkout_env
+
+    done = subprocess.run([sys.executable, "-c", "import apps, shared; print(apps.__file__); print(shared.__file__)"],
+                          capture_output=True, text=True, cwd=tmp_path, env=checkout_env(), timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert all(Path(line).resolve().is_relative_to(REPO) for line in done.stdout.split()), done.stdout

@@ -22,6 +22,7 @@ from apps import get_demo, spaces
 from shared import weights
 from shared.context import load_pipeline
 from shared.weights import REPO_ROOT
+from tests.commands import checkout_env
 from tests.conftest import free_port
 from tests.fixtures import tiny_repos
 from tests.fixtures.hub_server import HubServer
@@ -51,8 +52,8 @@ def hub_env(server: HubServer, tmp_path, **extra) -> dict[str, str]:
 
 
 def demohub(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "apps.cli", *args], capture_output=True, text=True, env=env,
-                          timeout=300)
+    return subprocess.run([sys.executable, "-m", "apps.cli", *args], capture_output=True, text=True,
+                          env=checkout_env(env), timeout=300)
 
 
 def weight_set(demo_id: str):
@@ -126,7 +127,7 @@ def test_deploy_uploads_exactly_the_dry_run_plan_in_one_commit(hub, tmp_path):
 
 def test_streamlit_hub_starts_as_a_command(tmp_path):
     port = free_port()
-    env = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_HUB_CACHE": str(tmp_path / "cache")}
+    env = checkout_env({**os.environ, "HF_HUB_OFFLINE": "1", "HF_HUB_CACHE": str(tmp_path / "cache")})
     process = subprocess.Popen([sys.executable, "-m", "apps.cli", "serve", "--streamlit", "--port", str(port)],
                                env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd=tmp_path)
     try:

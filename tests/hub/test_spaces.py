@@ -14,6 +14,7 @@ from packaging.requirements import Requirement
 import apps
 from apps import spaces
 from shared.weights import REPO_ROOT
+from tests.commands import checkout_env
 
 NAMES = spaces.space_names()
 
@@ -30,7 +31,7 @@ def test_committed_space_folder_is_fresh(name, tmp_path):
 def test_export_space_command_writes_the_committed_folders(tmp_path):
     """`demohub export-space all` as a command: what it writes is what the repository holds."""
     done = subprocess.run([sys.executable, "-m", "apps.cli", "export-space", "all", "--out", str(tmp_path)],
-                          capture_output=True, text=True, timeout=120)
+                          capture_output=True, text=True, timeout=120, env=checkout_env())
     assert done.returncode == 0, done.stderr
     assert done.stdout.count("wrote ") == len(NAMES)
     for name in NAMES:

@@ -14,6 +14,7 @@ import pytest
 from apps import get_demo, spaces
 from shared import weights
 from shared.registry import WeightSet
+from tests.commands import checkout_env
 from tests.fixtures import tiny_repos
 from tests.fixtures.hub_server import HubServer
 
@@ -36,8 +37,8 @@ def env_for(server: HubServer, tmp_path, **extra) -> dict[str, str]:
 
 
 def demohub(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "apps.cli", *args], capture_output=True, text=True, env=env,
-                          timeout=300)
+    return subprocess.run([sys.executable, "-m", "apps.cli", *args], capture_output=True, text=True,
+                          env=checkout_env(env), timeout=300)
 
 
 def list_line(out: str, name: str) -> str:

@@ -18,7 +18,7 @@ from PIL import Image
 import apps
 from apps import serving
 from shared.weights import REPO_ROOT
-from tests.commands import busy_cores, start_hub
+from tests.commands import busy_cores, checkout_env, start_hub
 from tests.conftest import free_port, tiny_hub_running
 from tests.endpoints import DECLARED
 from tests.hub.test_first_call import FIRST_JOIN_SECONDS, assert_answers, gradio_client_call, mcp_tool_call, timed_join
@@ -38,7 +38,9 @@ EXAMPLES = [{"string": "abc", "label": "+"}, {"string": "b", "label": "-"}]
 def ray_hub(tiny_root, tmp_path_factory):
     root = tmp_path_factory.mktemp("ray-hub")
     (root / "serve.yaml").write_text(SERVE_CONFIG, encoding="utf-8")
-    hub = start_hub(root, ["--ray", "--serve-config", str(root / "serve.yaml"), "--downloads", "off"],
+    # --client-jobs 16: the first-call test's ten clients at once all come from this one address.
+    hub = start_hub(root, ["--ray", "--serve-config", str(root / "serve.yaml"), "--downloads", "off", "--client-jobs",
+                           "16"],
                     {"DEMOHUB_CHECKPOINTS": str(tiny_root), "HF_HUB_OFFLINE": "1"}, free_port())
     yield hub
     if hub.process.poll() is None:
@@ -149,7 +151,7 @@ def test_the_operator_sees_the_deployments(ray_hub):
     import sys
 
     port = ray_hub.url.rsplit(":", 1)[1]
-    env = {**os.environ, "DEMOHUB_STATE_DIR": str(ray_hub.root / "state")}
+    env = checkout_env({**os.environ, "DEMOHUB_STATE_DIR": str(ray_hub.root / "state")})
     out = subprocess.run([sys.executable, "-m", "apps.cli", "stats", "--port", port], env=env, capture_output=True,
                          text=True, timeout=60)
     stats = json.loads(out.stdout)

@@ -20,7 +20,7 @@ from apps.event_inputs import NOT_UPLOADED
 from apps.limits import FILE_NOT_SERVED
 from apps.serving import NO_ENDPOINT
 from shared.weights import REPO_ROOT
-from tests.commands import start_hub
+from tests.commands import checkout_env, start_hub
 from tests.conftest import free_port
 from tests.security import raw
 from tests.security.conftest import HONEST_PRAX, honest_request_works, mcp_call
@@ -48,7 +48,7 @@ def test_operator_route_needs_the_operator_token(public_hub, token):
 def operator_stats(hub) -> dict:
     port = hub.url.rsplit(":", 1)[1]
     done = subprocess.run([sys.executable, "-m", "apps.cli", "stats", "--port", port], capture_output=True, text=True,
-                          env={**os.environ, "DEMOHUB_STATE_DIR": str(hub.root / "state")}, timeout=60)
+                          env=checkout_env({**os.environ, "DEMOHUB_STATE_DIR": str(hub.root / "state")}), timeout=60)
     assert done.returncode == 0, done.stderr
     return json.loads(done.stdout)
 

@@ -27,6 +27,7 @@ import apps
 from apps.event_inputs import UNREADABLE
 from apps.limits import INTERNAL, looks_internal
 from shared.bounded import REQUEST_MEMORY
+from tests.commands import checkout_env
 from tests.conftest import free_port
 from tests.security import fuzz, raw
 from tests.security.conftest import SERVER_PATH_MARKERS, assert_clean, honest_request_works, start_hub
@@ -224,7 +225,7 @@ def test_3_streamlit_with_a_login_is_refused_not_served_without_it(tmp_path):
     port = free_port()
     done = subprocess.run([sys.executable, "-m", "apps.cli", "serve", "--streamlit", "--port", str(port), "--auth",
                            "ada:lovelace", "--host", "0.0.0.0"], capture_output=True, text=True, timeout=60,
-                          cwd=tmp_path)  # the installed hub, as an operator runs it
+                          cwd=tmp_path, env=checkout_env())  # as an operator runs it, from this checkout
     assert done.returncode == 2 and "no login of its own" in done.stderr
     with pytest.raises(requests.ConnectionError):
         requests.get(f"http://127.0.0.1:{port}/", timeout=5)

@@ -15,7 +15,7 @@ import pytest
 import requests
 
 from apps.shares import JOBS_FULL, LOGIN_NEEDED, LOGIN_WAIT, STREAMS_FULL, UPLOADS_FULL
-from tests.commands import REPO, start_hub
+from tests.commands import checkout_env, start_hub
 from tests.conftest import free_port
 from tests.security import raw
 from tests.security.attacks import SlowDrips, summary, timed
@@ -215,7 +215,7 @@ def test_an_auth_file_without_a_login_refuses_to_start(tmp_path, streamlit):
     empty.write_text("# nobody yet\n\n")
     done = subprocess.run([sys.executable, "-m", "apps.cli", "serve", "--auth", str(empty), "--port", str(free_port()),
                            *(["--streamlit"] if streamlit else [])], capture_output=True, text=True, timeout=120,
-                          cwd=tmp_path, env={**os.environ, "PYTHONPATH": str(REPO)})
+                          cwd=tmp_path, env=checkout_env())
     assert done.returncode != 0 and "--auth names no login" in done.stderr, done.stderr[-2000:]
 
 
