@@ -26,10 +26,11 @@ def test_the_readme_starts_with_the_start_and_the_test_command():
     assert test == "scripts/test"
 
 
-def test_ci_runs_exactly_the_readme_test_command():
+def test_ci_runs_exactly_the_readme_test_command_then_the_mutants():
     ci = (REPO_ROOT / ".ci" / "run").read_text(encoding="utf-8")
     commands = [line.strip() for line in ci.splitlines() if line.strip() and not line.lstrip().startswith("#")]
-    assert commands[-1] == f"exec {readme_commands()[-1]}"
+    assert commands[-2:] == [readme_commands()[-1], "exec scripts/mutants"]
+    assert commands[0] == "set -euo pipefail", "a failing suite stops CI before the mutants"
     assert not [c for c in commands if re.search(r"\b(pip|npm|apt-get|venv)\b", c)], "setup belongs in scripts/test"
 
 

@@ -1,0 +1,69 @@
+"""Mutants that guard the claims: for each headline claim of the README, docs/ and BENCHMARKS.md that a test holds,
+one small change to product code that makes the claim false, and the tests that must fail with it.
+
+``scripts/mutants`` applies each to a temporary copy of the checkout, runs only its tests there and prints caught or
+missed; CI runs it after the suite. Adding a claim: add a ``Mutant`` here with the smallest change that breaks it
+(``find`` must occur exactly once in ``path``; tests/mutants/test_catalogue.py checks) and the tests that hold it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Mutant:
+    name: str
+    claim: str  # what it breaks, and where the claim is written
+    path: str  # product file, relative to the repository root
+    find: str  # occurs exactly once in ``path``
+    replace: str
+    tests: tuple[str, ...]  # pytest node ids or paths (with ``-k`` expressions after "::-k ") that must fail
+
+
+SHARES = "tests/security/test_shares.py"
+
+MUTANTS = (
+    Mutant("no-room-for-newcomers", "a full hub makes room for a newcomer (docs/deploying.md, A client's share)",
+           "apps/limits.py", "    if most < counts.get(host, 0) + 2:\n        return None",
+           "    if True:\n        return None",
+           (f"{SHARES}::test_a_full_hub_makes_room_for_an_honest_visitor",
+            "tests/hub/test_limits.py::test_connections_over_the_limits_get_a_503_line_and_are_closed")),
+    Mutant("no-minimum-body-rate", "every body arrives at --min-body-rate after --read-timeout (docs/deploying.md)",
+           "apps/limits.py", "        if self.min_rate:\n            wait = min(",
+           "        if False:\n            wait = min(",
+           (f"{SHARES}::test_slow_drips_are_closed_at_their_total_deadline",
+            "tests/hub/test_limits.py::test_a_slow_drip_is_refused_once_it_falls_under_the_minimum_rate")),
+    Mutant("no-client-job-share", "one client holds at most --client-jobs of the queue (docs/deploying.md)",
+           "apps/serving.py", "    if held >= settings.client_jobs:", "    if held >= 10**9:",
+           (f"{SHARES}::test_one_client_fills_only_its_share_of_the_queue",
+            f"{SHARES}::test_every_queued_event_keeps_one_client_to_its_share")),
+    Mutant("arrivals-not-counted", "a burst of joins cannot pass admission before the first is queued",
+           "apps/serving.py", "        self.counts[client] += 1", "        self.counts[client] += 0",
+           (f"{SHARES}::test_every_queued_event_keeps_one_client_to_its_share",)),
+    Mutant("no-upload-quota", "one client keeps at most --client-upload-quota of uploads (docs/deploying.md)",
+           "apps/shares.py", "        if stored + size <= self.client_upload_quota:",
+           "        if stored + size <= 10**15:",
+           (f"{SHARES}::test_an_upload_quota_per_client_while_another_address_uploads",
+            "tests/hub/test_shares.py::test_an_upload_quota_per_client_with_a_shorter_retention_without_a_login")),
+    Mutant("no-login-waits", "wrong passwords slow their client down (docs/deploying.md)",
+           "apps/shares.py", "        delay = min(LOGIN_MAX_WAIT, 2.0 ** (failures.count - free))",
+           "        delay = 0.0",
+           (f"{SHARES}::test_guessing_is_slowed_while_the_right_user_logs_in_from_elsewhere",
+            "tests/hub/test_shares.py::test_wrong_passwords_slow_their_client_down_but_never_the_real_user_elsewhere")),
+    Mutant("open-data-routes", "with --auth every route that takes or gives data needs the login (docs/deploying.md)",
+           "apps/serving.py", "    return method in (\"GET\", \"HEAD\") and bool(_OPEN_WITHOUT_LOGIN.match(path))",
+           "    return True",
+           (f"{SHARES}::test_every_route_that_takes_or_gives_data_needs_the_login",)),
+    Mutant("no-stream-share", "one client holds at most --client-streams event streams (docs/deploying.md)",
+           "apps/shares.py", "        if self.streams[client] >= self.client_streams:",
+           "        if self.streams[client] >= 10**9:",
+           (f"{SHARES}::test_a_client_holds_its_share_of_event_streams",
+            "tests/hub/test_limits.py::test_a_client_may_hold_its_share_of_streams_and_no_more")),
+    Mutant("empty-auth-serves", "an --auth naming no login refuses to start (docs/deploying.md)",
+           "apps/settings.py", "        if self.auth_given and not self.auth:", "        if False:",
+           (f"{SHARES}::test_an_auth_file_without_a_login_refuses_to_start",)),
+    Mutant("login-cookie-ignored", "a member who logged in on the page is served behind --auth",
+           "apps/shares.py", "    return tokens.get(token) if token else None", "    return None",
+           (f"{SHARES}::test_a_member_logs_in_on_the_page_and_the_page_works_behind_the_login",)),
+)
