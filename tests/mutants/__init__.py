@@ -66,4 +66,10 @@ MUTANTS = (
     Mutant("login-cookie-ignored", "a member who logged in on the page is served behind --auth",
            "apps/shares.py", "    return tokens.get(token) if token else None", "    return None",
            (f"{SHARES}::test_a_member_logs_in_on_the_page_and_the_page_works_behind_the_login",)),
+    Mutant("mert-reads-a-path-string", "an endpoint never reads a server file its caller names (docs/deploying.md, "
+           "Endpoints read only uploads)", "apps/mert/api.py",
+           '    return checks.check_inputs(api_file(audio, "audio"), tasks, window, decode=False)',
+           '    return checks.check_inputs(audio if isinstance(audio, str) else api_file(audio, "audio"), tasks, window, '
+           'decode=False)',
+           ("tests/security/test_exposure.py::test_an_endpoint_never_reads_a_server_file_its_caller_names",)),
 )

@@ -22,6 +22,7 @@ from apps.serving import NO_ENDPOINT
 from shared.weights import REPO_ROOT
 from tests.commands import checkout_env, start_hub
 from tests.conftest import free_port
+from tests.endpoints import DECLARED
 from tests.security import raw
 from tests.security.conftest import HONEST_PRAX, honest_request_works, mcp_call
 
@@ -177,22 +178,33 @@ def test_private_hub_serves_its_users(private_hub):
     assert result["weights"] == "tiny-literal" and result["candidates"]
 
 
-@pytest.mark.parametrize("api_name", ["tag_image", "tag_batch"])
-def test_an_endpoint_never_reads_a_server_file_its_caller_names(public_hub, api_name):
+FILE_INPUTS = [(name, i.name) for name, (_, endpoint) in DECLARED.items() for i in endpoint.inputs
+               if i.kind in ("file", "files")]  # every file input of every declared endpoint
+
+
+def test_every_declared_file_input_is_covered():
+    assert {"image", "files", "audio"} <= {argument for _, argument in FILE_INPUTS}
+
+
+@pytest.mark.parametrize(("api_name", "argument"), FILE_INPUTS, ids=[f"{a}-{b}" for a, b in FILE_INPUTS])
+def test_an_endpoint_never_reads_a_server_file_its_caller_names(public_hub, api_name, argument):
     """A path string, or a file reference without Gradio's mark, would name a file on the server: the endpoint
-    refuses both with the same sentence whether the file exists or not (no image read, no existence oracle)."""
+    refuses both with the same sentence whether the file exists or not (nothing read, no existence oracle). Every
+    file input of every declared endpoint, the other inputs at their declared examples."""
     from shared.uploads import NOT_AN_UPLOAD
 
     secret = public_hub.root / "private" / "private.png"  # outside the hub's cwd, which must stay empty
     secret.parent.mkdir(exist_ok=True)
     Image.new("RGB", (64, 64), (10, 200, 10)).save(secret)
+    endpoint = DECLARED[api_name][1]
+    kind = next(i.kind for i in endpoint.inputs if i.name == argument)
     sentences = set()
-    for target in (str(secret), str(secret) + ".missing", "private.png"):
+    for target in (str(secret), str(secret) + ".missing", "private.png", "/etc/passwd"):
         for value in (target, {"path": target}, {"path": target, "meta": {"_type": "not-gradio"}}):
-            data = [[value] if api_name == "tag_batch" else value, 0.68, ""]
+            data = [([value] if kind == "files" else value) if i.name == argument
+                    else (None if i.kind in ("file", "files") else i.example) for i in endpoint.inputs]
             answer = raw.call(public_hub.url, api_name, data)
-            assert not answer.ok and answer.status == 422, (target, value)
+            assert not answer.ok and answer.status == 422, (target, value, answer)
             sentences.add(answer.message)
-    argument = "files" if api_name == "tag_batch" else "image"
     assert sentences == {NOT_AN_UPLOAD.format(argument=argument)}
     honest_request_works(public_hub.url)
