@@ -72,4 +72,8 @@ MUTANTS = (
            '    return checks.check_inputs(audio if isinstance(audio, str) else api_file(audio, "audio"), tasks, window, '
            'decode=False)',
            ("tests/security/test_exposure.py::test_an_endpoint_never_reads_a_server_file_its_caller_names",)),
+    Mutant("raw-callers-get-no-defaults", "an endpoint that gains an optional input keeps answering raw callers "
+           "that leave it out (docs/architecture.md)", "apps/event_inputs.py",
+           "            inputs = with_defaults(block_fn, inputs)", "            inputs = inputs",
+           ("tests/security/test_exposure.py::test_a_raw_caller_may_leave_out_the_trailing_inputs_that_have_defaults",)),
 )

@@ -6,6 +6,7 @@ from __future__ import annotations
 import base64
 import json
 import os
+import re
 import subprocess
 import sys
 import time
@@ -208,3 +209,34 @@ def test_an_endpoint_never_reads_a_server_file_its_caller_names(public_hub, api_
             sentences.add(answer.message)
     assert sentences == {NOT_AN_UPLOAD.format(argument=argument)}
     honest_request_works(public_hub.url)
+
+
+DEFAULTED = [(name, [i.name for i in endpoint.inputs if not i.required])
+             for name, (_, endpoint) in DECLARED.items()
+             if endpoint.inputs and not endpoint.inputs[-1].required
+             and not any(i.kind in ("file", "files") for i in endpoint.inputs)]
+
+
+@pytest.mark.parametrize(("api_name", "defaulted"), DEFAULTED, ids=[name for name, _ in DEFAULTED])
+def test_a_raw_caller_may_leave_out_the_trailing_inputs_that_have_defaults(public_hub, api_name, defaulted):
+    """An endpoint that gains an optional input keeps answering raw callers (curl, an old client) that do not send
+    it: left-out trailing inputs take their declared defaults at the hub's boundary, and the answer is the one the
+    full call with those defaults gets (every declared endpoint with such inputs, from the declarations)."""
+    from apps.event_inputs import TOO_FEW
+
+    endpoint = DECLARED[api_name][1]
+    trailing = []
+    for value in reversed(endpoint.inputs):
+        if value.required:
+            break
+        trailing.insert(0, value)
+    given = endpoint.inputs[:len(endpoint.inputs) - len(trailing)]
+    short = raw.call(public_hub.url, api_name, [i.example for i in given])
+    full = raw.call(public_hub.url, api_name, [i.example for i in given] + [i.default for i in trailing])
+    assert not short.message.startswith(TOO_FEW.split("{")[0]), short.message
+    def same(message: str) -> str:
+        return re.sub(r"\(error id [0-9a-f]{8}\)", "(error id)", message)
+
+    assert (short.ok, same(short.message)) == (full.ok, same(full.message)), (short, full)
+    if full.ok and isinstance(full.data, list) and full.data and isinstance(full.data[0], dict):
+        assert short.data[0].keys() == full.data[0].keys()
