@@ -125,3 +125,21 @@ def test_checking_a_request_imports_no_torch():
 
     code = "import sys, apps.mert.checks; print('torch' in sys.modules)"
     assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout == "False\n"
+
+
+def test_a_long_tracks_parts_are_averaged_by_their_length(pipe, clip):
+    """45 s: parts of 30 s and 15 s; the track's description comes from their layer means weighted 2:1 (by
+    length), not from the plain mean of the two (which would count the short tail as much as the rest)."""
+    out = pipe(clip(45.0, rate=SAMPLE_RATE), tasks="GS")
+    audio = pipe.check_inputs(clip(45.0, rate=SAMPLE_RATE)).audio.samples
+    spans = _split(len(audio), 30)
+    assert [(b - a) / SAMPLE_RATE for a, b in spans] == [30.0, 15.0]
+    means = pipe._means(audio, spans, None, 0, 2)
+
+    def scores(whole):
+        return [(x.name, round(x.score, 5)) for x in pipe._describe("GS", whole)[0].labels]
+
+    by_length = scores((means * torch.tensor([2 / 3, 1 / 3])[:, None, None]).sum(dim=0, keepdim=True))
+    plain = scores(means.mean(dim=0, keepdim=True))
+    assert by_length != plain, "the test needs parts whose plain and weighted means differ"
+    assert [(x.name, round(x.score, 5)) for x in out.results[0].labels] == by_length

@@ -76,4 +76,8 @@ MUTANTS = (
            "that leave it out (docs/architecture.md)", "apps/event_inputs.py",
            "            inputs = with_defaults(block_fn, inputs)", "            inputs = inputs",
            ("tests/security/test_exposure.py::test_a_raw_caller_may_leave_out_the_trailing_inputs_that_have_defaults",)),
+    Mutant("mert-parts-averaged-equally", "a long track is described from the length-weighted average of its "
+           "parts (docs/demos.md, MERT)", "apps/mert/pipeline.py", "    return lengths / lengths.sum()",
+           "    return torch.full_like(lengths, 1 / len(lengths))",
+           ("tests/mert/test_pipeline.py::test_a_long_tracks_parts_are_averaged_by_their_length",)),
 )
