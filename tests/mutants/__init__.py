@@ -69,8 +69,8 @@ MUTANTS = (
     Mutant("mert-reads-a-path-string", "an endpoint never reads a server file its caller names (docs/deploying.md, "
            "Endpoints read only uploads)", "apps/mert/api.py",
            '    return checks.check_inputs(api_file(audio, "audio"), tasks, window, decode=False)',
-           '    return checks.check_inputs(audio if isinstance(audio, str) else api_file(audio, "audio"), tasks, window, '
-           'decode=False)',
+           '    return checks.check_inputs(audio if isinstance(audio, str) else api_file(audio, "audio"), tasks, '
+           'window, decode=False)',
            ("tests/security/test_exposure.py::test_an_endpoint_never_reads_a_server_file_its_caller_names",)),
     Mutant("raw-callers-get-no-defaults", "an endpoint that gains an optional input keeps answering raw callers "
            "that leave it out (docs/architecture.md)", "apps/event_inputs.py",
@@ -80,4 +80,8 @@ MUTANTS = (
            "parts (docs/demos.md, MERT)", "apps/mert/pipeline.py", "    return lengths / lengths.sum()",
            "    return torch.full_like(lengths, 1 / len(lengths))",
            ("tests/mert/test_pipeline.py::test_a_long_tracks_parts_are_averaged_by_their_length",)),
+    Mutant("int8-never-packed", "int8 prompts of up to 64 rows run PyTorch's packed kernel (BENCHMARKS.md, 3D-MoLM "
+           "at full size)", "shared/quantize.py", "        if rows.shape[0] <= PACKED_ROWS:",
+           "        if rows.shape[0] <= 0:",
+           ("tests/shared/test_quantize.py::test_a_short_prompt_runs_int8s_packed_kernel_and_a_long_one_widens_the_weight",)),
 )

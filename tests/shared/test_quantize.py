@@ -145,3 +145,21 @@ def test_filling_refuses_a_key_the_model_lacks_and_a_parameter_left_empty():
         quantize.fill_quantized(empty_copy(source), [*tensors, ("2.scale", torch.ones(1))], "int8", torch.float32)
     with pytest.raises(ValueError, match=r"no values for 2 parameters, e\.g\. \['1\.weight', '1\.bias'\]"):
         quantize.fill_quantized(empty_copy(source), tensors[:2], "int8", torch.float32)
+
+
+def test_a_short_prompt_runs_int8s_packed_kernel_and_a_long_one_widens_the_weight(monkeypatch):
+    """The speed claim of int8 (BENCHMARKS.md: prompts of up to 64 rows run PyTorch's packed kernel): which kernel
+    runs is what is checked, rows up to ``PACKED_ROWS`` through ``torch._weight_int8pack_mm``, more rows without."""
+    calls = []
+    packed = torch._weight_int8pack_mm
+
+    def counted(*args):
+        calls.append(args[0].shape[0])
+        return packed(*args)
+
+    monkeypatch.setattr(torch, "_weight_int8pack_mm", counted)
+    int8 = quantize.quantize_linear(nn.Linear(64, 32).to(torch.bfloat16), "int8")
+    int8(torch.ones(1, quantize.PACKED_ROWS, 64, dtype=torch.bfloat16))
+    assert calls == [quantize.PACKED_ROWS]
+    int8(torch.ones(1, quantize.PACKED_ROWS + 1, 64, dtype=torch.bfloat16))
+    assert calls == [quantize.PACKED_ROWS], "a long prompt widens the weight instead"
