@@ -3,6 +3,8 @@ hub uses (``shared.context.load_pipeline``), counted by the pool at their new si
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 import torch
 
@@ -147,3 +149,35 @@ def test_the_page_shows_the_note_and_building_it_imports_no_torch(tmp_path):
                             env=env)
     assert result.returncode == 0, result.stderr[-2000:]
     assert result.stdout.strip().splitlines()[-1] == "False True True True", json.dumps(result.stdout[-500:])
+
+
+@pytest.mark.parametrize("mode", ["int8", "int4"])
+def test_the_quantised_load_streams_and_never_builds_the_model_in_full_precision(tiny_snapshot, monkeypatch, mode):
+    """The claim behind 3D-MoLM's 4.8 GiB load (BENCHMARKS.md): with DEMOHUB_QUANTIZE the shards are streamed tensor
+    by tensor into a model without weights; the model is never built in full precision first (no from_pretrained)."""
+    import json
+
+    from transformers import LlamaForCausalLM
+
+    import shared.checkpoints
+    from apps.molm3d.llm import load_llama
+
+    def whole_model(*args, **kwargs):
+        raise AssertionError("the quantised load built the whole model in full precision")
+
+    streamed = []
+    stream = shared.checkpoints.stream_torch_state
+
+    def recorded(path, *args, **kwargs):
+        streamed.append(Path(path).name)
+        return stream(path, *args, **kwargs)
+
+    monkeypatch.setattr(LlamaForCausalLM, "from_pretrained", whole_model)
+    monkeypatch.setattr(shared.checkpoints, "stream_torch_state", recorded)
+    folder = tiny_snapshot / "llama-2-7b-hf"
+    vocabulary = json.loads((folder / "config.json").read_text())["vocab_size"] + 2
+    model = load_llama(folder, {}, vocabulary, "cpu", torch.bfloat16, mode)
+    shards = sorted(p.name for p in folder.glob("*.bin"))
+    assert sorted(streamed) == shards, "every official shard streamed"
+    kind = Int8Linear if mode == "int8" else Int4Linear
+    assert isinstance(model.model.layers[0].mlp.down_proj, kind)

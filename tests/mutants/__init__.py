@@ -84,4 +84,9 @@ MUTANTS = (
            "at full size)", "shared/quantize.py", "        if rows.shape[0] <= PACKED_ROWS:",
            "        if rows.shape[0] <= 0:",
            ("tests/shared/test_quantize.py::test_a_short_prompt_runs_int8s_packed_kernel_and_a_long_one_widens_the_weight",)),
+    Mutant("llama-loaded-whole-then-quantised", "3D-MoLM's quantised load streams the shards (BENCHMARKS.md: "
+           "4.8 GiB while loading, int4)", "apps/molm3d/llm.py",
+           "    if quantization:\n        model = _load_quantized(", "    if False:\n        model = _load_quantized(",
+           ("tests/molm3d/test_quantize.py::test_the_quantised_load_streams_and_never_builds_the_model_in_full_precision",
+            )),
 )
