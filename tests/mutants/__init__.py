@@ -89,4 +89,14 @@ MUTANTS = (
            "    if quantization:\n        model = _load_quantized(", "    if False:\n        model = _load_quantized(",
            ("tests/molm3d/test_quantize.py::test_the_quantised_load_streams_and_never_builds_the_model_in_full_precision",
             )),
+    Mutant("prompt-start-not-reused", "a molecule's prompt starts from the stored KV cache of its preamble and "
+           "instruction (BENCHMARKS.md, 3D-MoLM at full size)", "apps/molm3d/pipeline.py",
+           "            stored = self._prefixes.get(key)\n", "            stored = None\n",
+           ("tests/molm3d/test_pipeline.py::test_one_molecule_starts_from_the_stored_start_of_its_prompt_for_the_same_"
+            "answers",)),
+    Mutant("declared-body-read", "a declared body over its route's budget is refused before a byte is read "
+           "(docs/deploying.md, A budget for every request)", "apps/serving.py",
+           "        if declared is not None and declared > limit:  # before the login",
+           "        if False:  # before the login",
+           ("tests/hub/test_limits.py::test_a_declared_body_over_the_budget_is_refused_before_it_is_read",)),
 )
