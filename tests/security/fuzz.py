@@ -63,7 +63,18 @@ HOSTILE: dict[str, list[tuple[str, str]]] = {
 HOSTILE["code"] = HOSTILE["html"] = HOSTILE["markdown"] = HOSTILE["textbox"]
 HOSTILE["slider"] = HOSTILE["number"]
 HOSTILE["radio"] = HOSTILE["dropdown"]
-HOSTILE["image"] = HOSTILE["gallery"] = HOSTILE["model3d"] = HOSTILE["file"]
+HOSTILE["image"] = HOSTILE["gallery"] = HOSTILE["model3d"] = HOSTILE["audio"] = HOSTILE["file"]
+UNSENT = {"state"}  # kinds whose value the session holds, not the request (Gradio reads it from the session's state)
+
+
+def hostile_values(kind: str) -> list[tuple[str, str]]:
+    """The hostile values for an input of ``kind``; a kind the harness has none for is an error, so a new input kind
+    cannot be left out of the harness unnoticed."""
+    if kind in UNSENT:
+        return []
+    if kind not in HOSTILE:
+        raise KeyError(f"the fuzz harness has no hostile values for input kind {kind!r}: add them to HOSTILE")
+    return HOSTILE[kind]
 
 # Whole-request shapes that no input list has.
 SHAPES = [("no-values", '[]'), ("not-a-list", '"x"')]
@@ -101,7 +112,7 @@ def cases(config: dict) -> Iterator[Case]:
             yield Case(f"{name}/{shape}", dep["id"], dep.get("api_name"), queued, text)
         for i, component in enumerate(inputs):
             label = component.get("props", {}).get("label") or component["type"]
-            for value_name, text in HOSTILE.get(component["type"], ()):
+            for value_name, text in hostile_values(component["type"]):
                 values = [*honest[:i], text, *honest[i + 1:]]
                 yield Case(f"{name}/{i}:{label}={value_name}", dep["id"], dep.get("api_name"), queued,
                            "[" + ", ".join(values) + "]")

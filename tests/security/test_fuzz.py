@@ -108,6 +108,19 @@ def warm_hub(public_hub):
     return public_hub
 
 
+def test_every_input_kind_the_hub_serves_has_hostile_values(public_config):
+    """Coverage per input kind, from /config: every kind of input any event takes gets hostile values (a kind without
+    them fails here, rather than being passed over), and every input of every event is fuzzed."""
+    components = {c["id"]: c for c in public_config["components"]}
+    kinds = {components[i]["type"] for d in public_config["dependencies"] if d.get("backend_fn") for i in d["inputs"]}
+    assert {"audio", "file", "textbox", "number", "dropdown"} <= kinds
+    assert all(fuzz.hostile_values(kind) for kind in kinds - fuzz.UNSENT)
+    fuzzed = {(c.fn_index, c.id.split("/", 1)[1].split(":", 1)[0]) for c in fuzz.cases(public_config) if "=" in c.id}
+    sent = {(d["id"], str(n)) for d in public_config["dependencies"] if d.get("backend_fn")
+            for n, i in enumerate(d["inputs"]) if components[i]["type"] not in fuzz.UNSENT}
+    assert sent <= fuzzed, sorted(sent - fuzzed)[:10]
+
+
 def test_every_event_refuses_every_hostile_input_with_a_sentence_in_budget(warm_hub, public_config):
     cases = list(fuzz.cases(public_config))
     assert len(cases) > 500 and {c.fn_index for c in cases} >= {
