@@ -119,3 +119,24 @@ def test_apps_built_by_another_thread_meanwhile_are_built():
     with gradio.Blocks() as after:  # left as it was
         gradio.Markdown("after")
     assert after.app is not None
+
+
+def test_every_pinned_package_that_is_installed_is_at_its_pin():
+    """The suite runs on the stack constraints.txt pins: every pinned package installed here is at its pin (one that
+    is not installed is an optional extra's; torch may carry a local build tag, +cpu)."""
+    from importlib import metadata
+
+    from packaging.utils import canonicalize_name
+
+    installed = {canonicalize_name(d.metadata["Name"]): d.version for d in metadata.distributions()}
+    off = {}
+    for line in (REPO_ROOT / "constraints.txt").read_text().splitlines():
+        line = line.split("#")[0].strip()
+        if "==" not in line:
+            continue
+        name, pin = (part.strip() for part in line.split("==", 1))
+        version = installed.get(canonicalize_name(name.split("[")[0]))
+        if version is not None and version.split("+")[0] != pin:
+            off[name] = (version, pin)
+    assert not off, f"installed (version, pin): {off}"
+    assert len(installed) > 50
