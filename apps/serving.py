@@ -549,20 +549,8 @@ def _is_upload(path: str) -> bool:
     return path.rstrip("/").endswith("/gradio_api/upload")
 
 
-def _basic_name(header: bytes) -> str | None:
-    """The user name an ``Authorization: Basic`` header gives (right or wrong), or None."""
-    scheme, _, encoded = header.decode("latin-1").partition(" ")
-    if scheme.lower() != "basic":
-        return None
-    try:
-        user, sep, _ = base64.b64decode(encoded.strip(), validate=True).decode("utf-8").partition(":")
-    except (binascii.Error, UnicodeDecodeError):
-        return None
-    return user[:200] if sep else None
-
-
-def _basic_login(header: bytes, logins: tuple[tuple[str, str], ...]) -> str | None:
-    """The user an ``Authorization: Basic`` header logs in as, or None (compared in constant time per login)."""
+def _basic_credentials(header: bytes) -> tuple[str, str] | None:
+    """(user, password) of an ``Authorization: Basic`` header, right or wrong, or None when it names none."""
     scheme, _, encoded = header.decode("latin-1").partition(" ")
     if scheme.lower() != "basic":
         return None
@@ -570,8 +558,21 @@ def _basic_login(header: bytes, logins: tuple[tuple[str, str], ...]) -> str | No
         user, sep, password = base64.b64decode(encoded.strip(), validate=True).decode("utf-8").partition(":")
     except (binascii.Error, UnicodeDecodeError):
         return None
-    if not sep:
+    return (user, password) if sep else None
+
+
+def _basic_name(header: bytes) -> str | None:
+    """The user name an ``Authorization: Basic`` header gives (right or wrong), or None."""
+    credentials = _basic_credentials(header)
+    return credentials[0][:200] if credentials else None
+
+
+def _basic_login(header: bytes, logins: tuple[tuple[str, str], ...]) -> str | None:
+    """The user an ``Authorization: Basic`` header logs in as, or None (compared in constant time per login)."""
+    credentials = _basic_credentials(header)
+    if credentials is None:
         return None
+    user, password = credentials
     found = None
     for name, secret in logins:
         if secrets.compare_digest(name.encode(), user.encode()) & secrets.compare_digest(secret.encode(),

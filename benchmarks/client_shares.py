@@ -17,9 +17,7 @@ before the shares) with the same Python environment, one hub after the other, pr
 from __future__ import annotations
 
 import argparse
-import os
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -30,8 +28,8 @@ sys.path.insert(0, str(ROOT))
 
 import requests  # noqa: E402
 
-from benchmarks.common import free_port, print_table  # noqa: E402
-from benchmarks.request_budgets import build_checkpoints, commit  # noqa: E402
+from benchmarks.common import print_table  # noqa: E402
+from benchmarks.request_budgets import build_checkpoints, commit, start  # noqa: E402
 from tests.security import raw  # noqa: E402
 from tests.security.attacks import SlowDrips  # noqa: E402
 
@@ -40,27 +38,6 @@ PRAX = [[{"string": "ab1", "label": "+"}, {"string": "cd2", "label": "+"}, {"str
         "tiny-literal", 3]
 LAYOUT = '{"camera": "front", "bbox": [["car", 0.1, 0.4, 0.3, 0.6], ["pedestrian", 0.5, 0.3, 0.6, 0.9]]}'
 SLOW_JOB = [LAYOUT, "nuimages-256x256", 0, 200, 5.0, "default"]
-
-
-def start(source: Path, work: Path, checkpoints: Path, *args: str) -> tuple[subprocess.Popen, str]:
-    port = free_port()
-    work.mkdir(parents=True)
-    env = {**os.environ, "PYTHONPATH": str(source), "DEMOHUB_CHECKPOINTS": str(checkpoints), "HF_HUB_OFFLINE": "1",
-           "HF_HUB_CACHE": str(work / "hf"), "GRADIO_TEMP_DIR": str(work / "gradio"), "OMP_NUM_THREADS": "1",
-           "DEMOHUB_STATE_DIR": str(work / "state"), "GRADIO_ANALYTICS_ENABLED": "False"}
-    (work / "cwd").mkdir()
-    process = subprocess.Popen([sys.executable, "-m", "apps.cli", "serve", "--host", "0.0.0.0", "--port", str(port),
-                                *args], cwd=work / "cwd", env=env, stdout=open(work / "hub.log", "w"),
-                               stderr=subprocess.STDOUT)
-    url = f"http://127.0.0.1:{port}"
-    for _ in range(240):
-        try:
-            if requests.get(url + "/config", timeout=5).status_code in (200, 401):
-                return process, url
-        except requests.ConnectionError:
-            pass
-        time.sleep(0.5)
-    raise SystemExit(f"the hub of {source} did not start: {(work / 'hub.log').read_text()[-2000:]}")
 
 
 def honest(url: str, calls: int) -> str:
@@ -141,7 +118,7 @@ def main(argv: list[str] | None = None) -> None:
         ours = measure(ROOT, work / "ours", work / "checkpoints", args.calls)
         if args.baseline_source is None:
             print(f"hub: this checkout at {commit(ROOT)}")
-            print_table(["attack", "honest visitor (PraX, 127.0.0.9)"], [[n, o] for n, o in zip(names, ours)])
+            print_table(["attack", "honest visitor (PraX, 127.0.0.9)"], [[n, o] for n, o in zip(names, ours, strict=True)])
             return
         base = measure(args.baseline_source, work / "base", work / "checkpoints", args.calls)
     print(f"baseline: {args.baseline_source} at {commit(args.baseline_source)}; ours: {commit(ROOT)}")

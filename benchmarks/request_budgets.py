@@ -46,19 +46,22 @@ def build_checkpoints(root: Path) -> None:
     build_tiny_checkpoint(root / "geodiffusion" / "nuimages-256x256", dataset="nuimages")
 
 
-def start(source: Path, work: Path, checkpoints: Path) -> tuple[subprocess.Popen, str]:
+def start(source: Path, work: Path, checkpoints: Path, *args: str) -> tuple[subprocess.Popen, str]:
+    """``demohub serve --host 0.0.0.0 ARGS`` from ``source`` (a checkout), offline over ``checkpoints``; returns once
+    it answers (a hub behind --auth answers 401)."""
     port = free_port()
     work.mkdir(parents=True)
     env = {**os.environ, "PYTHONPATH": str(source), "DEMOHUB_CHECKPOINTS": str(checkpoints), "HF_HUB_OFFLINE": "1",
            "HF_HUB_CACHE": str(work / "hf"), "GRADIO_TEMP_DIR": str(work / "gradio"), "OMP_NUM_THREADS": "1",
            "DEMOHUB_STATE_DIR": str(work / "state"), "GRADIO_ANALYTICS_ENABLED": "False"}
     (work / "cwd").mkdir()
-    process = subprocess.Popen([sys.executable, "-m", "apps.cli", "serve", "--host", "0.0.0.0", "--port", str(port)],
-                               cwd=work / "cwd", env=env, stdout=open(work / "hub.log", "w"), stderr=subprocess.STDOUT)
+    process = subprocess.Popen([sys.executable, "-m", "apps.cli", "serve", "--host", "0.0.0.0", "--port", str(port),
+                                *args], cwd=work / "cwd", env=env, stdout=open(work / "hub.log", "w"),
+                               stderr=subprocess.STDOUT)
     url = f"http://127.0.0.1:{port}"
     for _ in range(240):
         try:
-            if requests.get(url + "/config", timeout=2).status_code == 200:
+            if requests.get(url + "/config", timeout=2).status_code in (200, 401):
                 return process, url
         except requests.ConnectionError:
             time.sleep(0.5)
