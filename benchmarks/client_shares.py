@@ -118,7 +118,8 @@ def main(argv: list[str] | None = None) -> None:
         ours = measure(ROOT, work / "ours", work / "checkpoints", args.calls)
         if args.baseline_source is None:
             print(f"hub: this checkout at {commit(ROOT)}")
-            print_table(["attack", "honest visitor (PraX, 127.0.0.9)"], [[n, o] for n, o in zip(names, ours, strict=True)])
+            print_table(["attack", "honest visitor (PraX, 127.0.0.9)"],
+                        [[n, o] for n, o in zip(names, ours, strict=True)])
             return
         base = measure(args.baseline_source, work / "base", work / "checkpoints", args.calls)
     print(f"baseline: {args.baseline_source} at {commit(args.baseline_source)}; ours: {commit(ROOT)}")
