@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-import os
-
 import pytest
 import torch
 
 from apps.molm3d.llm import LORA_ALPHA, LORA_TARGETS, lora_pairs, merge_lora, resize_for_molm
-from apps.molm3d.tasks import PROMPT_TEMPLATE, build_prompt
+from apps.molm3d.tasks import build_prompt
 from apps.molm3d.tokenizer import MoLMTokenizer
 
 ZWITTERION = "CC(=O)OC(CC(=O)[O-])C[N+](C)(C)C"
@@ -91,16 +89,3 @@ def test_decode_skips_special_ids(tok):
     ids = tok.sp.encode("The LogP for the input molecule is 1.31.")
     assert tok.decode([tok.pad_token_id, *ids, tok.mol_token_id, tok.eos_token_id]) == \
         "The LogP for the input molecule is 1.31."
-
-
-@pytest.mark.skipif(not os.environ.get("MOLM3D_LLAMA_TOKENIZER"),
-                    reason="set MOLM3D_LLAMA_TOKENIZER to the real llama-2-7b-hf/tokenizer.model for the parity check")
-def test_real_tokenizer_gives_the_notebook_ids():
-    tok = MoLMTokenizer(os.environ["MOLM3D_LLAMA_TOKENIZER"])
-    instruction = "What is the LogP of this molecule? If uncertain, provide an estimate. " \
-                  "Respond with the numerical value only."
-    ids = tok.encode(PROMPT_TEMPLATE.format(instruction, ZWITTERION))
-    assert (tok.pad_token_id, tok.mol_token_id) == (32000, 32001)
-    assert len(ids) == 113
-    assert ids[:5] == [2, 13866, 338, 385, 15278]
-    assert ids[-15:] == [29907, 29871, *[32001] * 8, 869, 13, 5103, 29901, 29871]
