@@ -148,7 +148,7 @@ def _share_line() -> str:
     from shared.registry import human_bytes
 
     s = from_env()
-    proxies = s.forwarded_allow_ips or "none"
+    proxies = s.trusted_proxies or "none"
     return (f"{s.max_connections_per_address} connections (of {s.max_connections}), {s.client_streams} streams "
             f"(idle {s.stream_idle:g} s, results {s.stream_timeout:g} s), {s.client_jobs} jobs (queue "
             f"{s.queue_size}), {human_bytes(s.client_upload_quota)} of uploads (kept {s.anonymous_upload_retention} s "

@@ -619,7 +619,7 @@ def launch(blocks, settings: ServeSettings, stats: Callable[[], dict], *, preven
         logins.append((LOOPBACK_USER, loopback_secret))
     # uvicorn reads who may forward a client's address from its environment when Gradio builds the server (ours:
     # nobody unless --forwarded-allow-ips, where uvicorn's own default trusts loopback).
-    with _environment(FORWARDED_ALLOW_IPS=settings.forwarded_allow_ips):
+    with _environment(FORWARDED_ALLOW_IPS=settings.trusted_proxies):
         result = blocks.launch(
             server_name=settings.host, server_port=settings.port, share=settings.share,
             prevent_thread_lock=True, quiet=prevent_thread_lock,
@@ -633,7 +633,7 @@ def launch(blocks, settings: ServeSettings, stats: Callable[[], dict], *, preven
     guard_connections(blocks.server, max_connections=settings.max_connections,
                       per_address=None if settings.share else settings.max_connections_per_address,
                       header_timeout=settings.read_timeout,  # with --share every visitor arrives from the tunnel
-                      exempt=trusted_proxies(settings.forwarded_allow_ips))
+                      exempt=trusted_proxies(settings.trusted_proxies))
     gradio_internals.say_less(blocks)
     write_operator_file(blocks.server_port, f"http://127.0.0.1:{blocks.server_port}", token)
     if on_serving is not None:

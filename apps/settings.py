@@ -126,6 +126,12 @@ class ServeSettings:
         return is_loopback(self.host) and not self.share and not on_space()
 
     @property
+    def trusted_proxies(self) -> str:
+        """The proxies whose forwarded client address is believed: ``--forwarded-allow-ips``; on a Space, where the
+        platform's proxy is the only way in, any (each visitor then has a share of its own, not the proxy's one)."""
+        return self.forwarded_allow_ips or ("*" if on_space() else "")
+
+    @property
     def downloads_allowed(self) -> bool:
         """May a visitor's request start a weight download? ``auto`` says yes only on a private, local hub."""
         if self.downloads == "auto":

@@ -144,3 +144,13 @@ def test_serve_yaml_hub_section_lists_the_defaults_and_yields_to_flags_and_varia
     config.write_text("hub:\n  client_job: 3\n")
     with pytest.raises(UserInputError, match="hub: unknown key 'client_job'; the keys are"):
         from_args(parser.parse_args(["--serve-config", str(config)]))
+
+
+def test_a_space_believes_its_platforms_proxy_and_elsewhere_nobody_by_default(monkeypatch):
+    monkeypatch.delenv("SPACE_ID", raising=False)
+    monkeypatch.delenv("SYSTEM", raising=False)
+    assert ServeSettings().trusted_proxies == ""
+    assert ServeSettings(forwarded_allow_ips="10.0.0.1").trusted_proxies == "10.0.0.1"
+    monkeypatch.setenv("SPACE_ID", "lab/demo")
+    assert ServeSettings().trusted_proxies == "*", "every visitor of a Space arrives through its proxy"
+    assert ServeSettings(forwarded_allow_ips="10.0.0.1").trusted_proxies == "10.0.0.1"
