@@ -99,4 +99,21 @@ MUTANTS = (
            "        if declared is not None and declared > limit:  # before the login",
            "        if False:  # before the login",
            ("tests/hub/test_limits.py::test_a_declared_body_over_the_budget_is_refused_before_it_is_read",)),
+    Mutant("beams-run-the-prompt-each", "the official 5-beam decoding runs each prompt once, then copies its KV cache "
+           "to the beams (BENCHMARKS.md, 3D-MoLM at full size)", "apps/molm3d/pipeline.py",
+           "        prefilled = self._prefill(embeds, mask,", "        prefilled = (lambda *a: {})(embeds, mask,",
+           ("tests/molm3d/test_pipeline.py::test_official_beams_run_each_prompt_once_for_the_same_answers",)),
+    Mutant("a-check-imports-torch", "the first call is as good as the hundredth: nothing a request passes through "
+           "before it is queued imports torch (docs/deploying.md)", "apps/tag2text/checks.py",
+           "from typing import Any, NamedTuple\n", "from typing import Any, NamedTuple\n\nimport torch\n",
+           ("tests/hub/test_first_call.py::test_every_check_runs_without_torch",)),
+    Mutant("mert-embedding-averaged-in", "MERT matches the Space's own inference bit for bit (docs/demos.md, MERT)",
+           "apps/mert/model.py", "    return torch.stack(out.hidden_states[1:], dim=1).mean(dim=2)",
+           "    return (torch.stack(out.hidden_states[1:], dim=1) + out.hidden_states[0][:, None]).mean(dim=2)",
+           ("tests/mert/test_official_parity.py",)),
+    Mutant("tag2text-beams-stop-unnormalised", "Tag2Text's captions are the official code's, token for token "
+           "(README: same tags; docs/demos.md)", "apps/tag2text/decoding.py",
+           "        return len(self.beams) >= self.num_beams and self.worst >= best_sum_logprobs / generated",
+           "        return len(self.beams) >= self.num_beams and self.worst >= best_sum_logprobs",
+           ("tests/tag2text/test_pipeline.py::test_beam_search_matches_transformers_4_46_golden_outputs",)),
 )
