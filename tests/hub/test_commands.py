@@ -1,9 +1,9 @@
 """The README's two commands are the ones that work: CI (.ci/run) runs exactly the README's test command, which sets
-itself up (scripts/test), and both install at the pinned versions of constraints.txt."""
+itself up (scripts/test), and both install at the pinned versions of constraints.txt. What scripts/test installs is
+tested by running it: CI runs it on a fresh clone of every submission (no string search of the script here)."""
 
 from __future__ import annotations
 
-import os
 import re
 from pathlib import Path
 
@@ -32,14 +32,6 @@ def test_ci_runs_exactly_the_readme_test_command_then_the_mutants():
     assert commands[-2:] == [readme_commands()[-1], "exec scripts/mutants"]
     assert commands[0] == "set -euo pipefail", "a failing suite stops CI before the mutants"
     assert not [c for c in commands if re.search(r"\b(pip|npm|apt-get|venv)\b", c)], "setup belongs in scripts/test"
-
-
-def test_the_test_command_installs_the_pinned_stack_and_what_the_tests_drive():
-    script = (REPO_ROOT / "scripts" / "test").read_text(encoding="utf-8")
-    assert os.access(REPO_ROOT / "scripts" / "test", os.X_OK)
-    assert "-r requirements.txt -r requirements-dev.txt -c constraints.txt" in script
-    assert "npm ci --prefix tests/js" in script and "chromium" in script and "nodejs" in script
-    assert script.rstrip().endswith('exec python -m pytest "$@"')
 
 
 def test_a_command_a_test_starts_imports_this_checkout(tmp_path):
