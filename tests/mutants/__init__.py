@@ -116,4 +116,8 @@ MUTANTS = (
            "        return len(self.beams) >= self.num_beams and self.worst >= best_sum_logprobs / generated",
            "        return len(self.beams) >= self.num_beams and self.worst >= best_sum_logprobs",
            ("tests/tag2text/test_pipeline.py::test_beam_search_matches_transformers_4_46_golden_outputs",)),
+    Mutant("forwarding-headers-believed", "untrusted forwarding headers are ignored: a client cannot pose as many "
+           "(docs/deploying.md, --forwarded-allow-ips)", "apps/settings.py",
+           '        return self.forwarded_allow_ips or ("*" if on_space() else "")', '        return "*"',
+           (f"{SHARES}::test_a_client_cannot_pose_as_many_through_forwarding_headers",)),
 )

@@ -145,6 +145,20 @@ def test_a_client_holds_its_share_of_event_streams(shared_hub):
     again.close()
 
 
+def test_a_client_cannot_pose_as_many_through_forwarding_headers(shared_hub):
+    """No proxy is trusted by default: a client that names another address in each request's X-Forwarded-For is
+    still one client, with one share."""
+    poser = raw.from_address("127.0.0.7")
+    url = f"{shared_hub.url}/gradio_api/heartbeat"
+    opened = [poser.get(f"{url}/{raw.session()}", stream=True, timeout=30,
+                        headers={"X-Forwarded-For": f"198.51.100.{i}"}) for i in range(CLIENT_STREAMS + 1)]
+    try:
+        assert [r.status_code for r in opened] == [200] * CLIENT_STREAMS + [429]
+    finally:
+        for response in opened:
+            response.close()
+
+
 # ---------------------------------------------------------------- logins
 
 
