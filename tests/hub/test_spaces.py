@@ -162,7 +162,7 @@ def test_uploaded_files_alone_build_the_app(name, tmp_path):
             "ns = runpy.run_path('app.py', run_name='space'); import gradio as gr; "
             "obj = ns['demo'] if 'demo' in ns else ns['hub'].build_hub(); "
             "print('FROM', apps.__file__, shared.__file__); print('BUILT' if isinstance(obj, gr.Blocks) else 'NO'); "
-            "import os, apps.serving; outside = [m for m, mod in list(sys.modules.items()) "
+            "import os, apps.serving; outside = [m for m, mod in sys.modules.copy().items() "
             "if m.split('.')[0] in ('apps', 'shared') and getattr(mod, '__file__', None) "
             "and not os.path.abspath(mod.__file__).startswith(os.getcwd())]; "
             "print('OUTSIDE', outside)")
