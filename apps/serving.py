@@ -49,7 +49,16 @@ from apps.limits import (
     shorten,
 )
 from apps.settings import ServeSettings
-from apps.shares import JOBS_FULL, LOGIN_NEEDED, Refusal, Shares, client_of, logged_in_user, trusted_proxies
+from apps.shares import (
+    JOBS_FULL,
+    LOGIN_NEEDED,
+    Refusal,
+    Shares,
+    address_of,
+    client_of,
+    logged_in_user,
+    trusted_proxies,
+)
 from shared.errors import report
 from shared.registry import human_bytes
 from shared.weights import free_bytes
@@ -287,7 +296,8 @@ class HubGuard:
         scope = self._trusted(scope)
         user = logged_in_user(scope)
         client = client_of(scope, user)
-        if self.settings.mcp and _MCP_PATH.match(path):
+        mcp = self.settings.mcp and bool(_MCP_PATH.match(path))  # its login is HTTP Basic, checked here
+        if mcp:
             refusal, client = self._mcp_refusal(scope)
             if refusal is not None:
                 return await respond(send, *refusal)
@@ -298,7 +308,6 @@ class HubGuard:
         if declared is not None and declared > limit:  # before the login: a stranger's huge body costs nothing
             log.info("refused a %s body on %s", human_bytes(declared), path)
             return await respond(send, 413, self._too_big(path, declared, limit), close=True)
-        mcp = self.settings.mcp and bool(_MCP_PATH.match(path))  # its login is checked above, as HTTP Basic
         if self.settings.auth and user is None and not mcp and not _open_without_login(method, path):
             log_quietly("401", "answered a request without a login (%s %s)", method, path[:100])
             return await respond(send, 401, json.dumps({"detail": {"error": LOGIN_NEEDED,
@@ -405,7 +414,7 @@ class HubGuard:
         the page) and a declared body (its budget is every route's check); the caller is the login name, else the
         client's address."""
         headers = dict(scope["headers"])
-        caller = client_of(scope, user="")
+        caller = f"addr:{address_of(scope)}"  # until its Basic login says who it is
         if self.settings.auth:
             header = headers.get(b"authorization", b"")
             named = _basic_name(header)
