@@ -209,7 +209,8 @@ def wait_healthy(app: str, deployment: str, replica_count: int) -> None:
     deadline = time.monotonic() + 120
     while True:
         status = serve.status().applications[app].deployments[deployment]
-        if status.status == "HEALTHY" and status.replica_states.get("RUNNING") == replica_count:
+        if (status.status == "HEALTHY" and status.replica_states.get("RUNNING") == replica_count
+                and len(replicas(app)) == replica_count):  # Serve's status can run ahead of Ray's actor list
             return
         assert time.monotonic() < deadline, status
         time.sleep(1)
@@ -245,6 +246,7 @@ def test_a_call_whose_replica_dies_after_it_began_answering_is_retried(pool, cap
     app = pool.app_name(PRAX)
     specs = [[{"string": s, "label": "+"}, {"string": "c", "label": "-"}] for s in ("a", "ab", "b")]
     killed = []
+    wait_healthy(app, f"{PRAX[0]}-{PRAX[1]}", 2)  # both replicas up and listed (seen once: the list still had one)
 
     def kill_on_first_progress(step, total):
         if not killed:
