@@ -107,6 +107,24 @@ MUTANTS = (
            "before it is queued imports torch (docs/deploying.md)", "apps/tag2text/checks.py",
            "from typing import Any, NamedTuple\n", "from typing import Any, NamedTuple\n\nimport torch\n",
            ("tests/hub/test_first_call.py::test_every_check_runs_without_torch",)),
+    Mutant("warm-up-switched-off", "once serving, the hub imports the model code in the background, so the first "
+           "model call does not wait for it (docs/deploying.md); a hub-as-a-command test, run in the mutants' copy",
+           "apps/hub.py", "on_serving=warm_up if warm else None,", "on_serving=None,",
+           ("tests/hub/test_first_call.py::test_warm_up_imports_the_model_code_after_the_first_answer",)),
+    Mutant("geodiffusion-location-ids-shifted", "GeoDiffusion's location tokens get the official tokenizer's ids "
+           "(docs/demos.md, GeoDiffusion: identical to the official tokenizer)", "apps/geodiffusion/tokens.py",
+           "            ids.append(BASE_VOCAB_SIZE + n)\n", "            ids.append(BASE_VOCAB_SIZE + n + 1)\n",
+           ("tests/geodiffusion/test_tokens.py::test_ids_identical_to_official_tokenizer",)),
+    Mutant("prax-examples-label-first", "PraX's listeners read the examples as the official code serialises them "
+           "(docs/demos.md, PraX)", "apps/prax/tokens.py",
+           '        f"<extra_id_{i}>{ex.string}{ex.label}" for i, ex in enumerate(examples))',
+           '        f"<extra_id_{i}>{ex.label}{ex.string}" for i, ex in enumerate(examples))',
+           ("tests/prax/test_tokens.py::test_prompt_serialises_as_the_fact_sheet_shows",)),
+    Mutant("unimol-kernel-unscaled", "3D-MoLM's Uni-Mol encoder computes the official Gaussian distance kernels "
+           "(docs/demos.md, 3D-MoLM: the official checkpoints load unchanged)", "apps/molm3d/unimol.py",
+           "        x = self.mul(edge_type).type_as(dist) * dist.unsqueeze(-1) + self.bias(edge_type).type_as(dist)",
+           "        x = dist.unsqueeze(-1) + self.bias(edge_type).type_as(dist)",
+           ("tests/molm3d/test_modules.py::test_gaussian_kernel_formula",)),
     Mutant("mert-embedding-averaged-in", "MERT matches the Space's own inference bit for bit (docs/demos.md, MERT)",
            "apps/mert/model.py", "    return torch.stack(out.hidden_states[1:], dim=1).mean(dim=2)",
            "    return (torch.stack(out.hidden_states[1:], dim=1) + out.hidden_states[0][:, None]).mean(dim=2)",

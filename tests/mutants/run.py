@@ -52,7 +52,10 @@ def run_one(copy: Path, mutant: Mutant) -> tuple[str, float, str]:
     file = copy / mutant.path
     original = file.read_text(encoding="utf-8")
     file.write_text(mutated(original, mutant), encoding="utf-8")
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(copy), os.environ.get("PYTHONPATH")]))}
+    # No PYTHONPATH of ours: the copy is a second checkout, and its tests must import it by themselves (pytest puts
+    # the copy's root first; the commands they start get it from tests.commands.checkout_env), not the editable
+    # install's tree, which is the original checkout.
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
     started = time.monotonic()
     try:
         done = subprocess.run([sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider", "--no-header",
