@@ -1,6 +1,6 @@
 """The library from anywhere: 3D-MoLM's featurisation (bounded work in a worker process) called as a Python user calls
 it, each caller a command in a fresh interpreter in an empty folder: a script without a main guard, ``python -``
-(stdin), ``python -c``, and a worker killed at its deadline. Inside pytest and the hub the same call worked all along;
+(stdin), ``python -c``, a Jupyter kernel, a Ray worker, and a worker killed at its deadline. Inside pytest and the hub the same call worked all along;
 these callers failed (the worker re-imported the caller's ``__main__``)."""
 
 from __future__ import annotations
@@ -83,3 +83,42 @@ def test_featurize_in_a_ray_worker(tmp_path):
     done = run_python(tmp_path, ["-c", RAY_SCRIPT])
     assert done.returncode == 0, done.stderr[-3000:]
     assert "ray worker: ['C', 'C', 'O']" in done.stdout, done.stdout[-2000:]
+
+
+JUPYTER_DRIVER = """\
+import json, sys
+from jupyter_client.manager import start_new_kernel
+
+manager, client = start_new_kernel(kernel_name="python3", cwd=sys.argv[1])  # a notebook's kernel: __main__ is its own
+outputs = []
+
+
+def keep(message):
+    content = message["content"]
+    if message["msg_type"] == "stream":
+        outputs.append(content["text"])
+    elif message["msg_type"] == "error":
+        outputs.append(f"CELL ERROR {content['ename']}: {content['evalue']}\\n")
+
+
+try:
+    for cell in json.loads(sys.argv[2]):
+        client.execute_interactive(cell, timeout=240, output_hook=keep)
+finally:
+    client.stop_channels()
+    manager.shutdown_kernel(now=True)
+print("".join(outputs))
+"""
+
+
+def test_featurize_and_a_deadline_in_a_jupyter_kernel(tmp_path):
+    """Two notebook cells: the user's first featurisation, then bounded work stopped at its deadline and the next
+    call served."""
+    import json
+
+    done = run_python(tmp_path, ["-c", JUPYTER_DRIVER, str(tmp_path), json.dumps([FIRST_SCRIPT, DEADLINE_SCRIPT])])
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "CELL ERROR" not in done.stdout, done.stdout[-3000:]
+    assert done.stdout.count("script body runs") == 1 and "atoms: 3 ['C', 'C', 'O']" in done.stdout, done.stdout
+    assert "stopped at its deadline 1" in done.stdout or "stopped at its deadline 2" in done.stdout, done.stdout
+    assert "next: (3, 1)" in done.stdout
