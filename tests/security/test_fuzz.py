@@ -33,7 +33,10 @@ from tests.security import fuzz, raw
 from tests.security.conftest import SERVER_PATH_MARKERS, assert_clean, honest_request_works, start_hub
 
 TIME_BUDGET = 40.0  # s per hostile request: the longest bounded work (a conformer) stops at 30 s
-HONEST_BUDGET = 2.0  # s for another visitor's request while the hostile ones run
+# s for another visitor's request while the hostile ones run. Measured (2026-12-05, 2 cores, the hostile requests
+# keeping both busy): worst 0.32 s, median 0.01-0.02 s over 178 searches in 5 tests: a 6x margin. The figures are
+# printed in every run (pytest -s) so a drift shows before it fails.
+HONEST_BUDGET = 2.0
 MEMORY_BUDGET = REQUEST_MEMORY  # bytes the hub's peak may grow by for one request (DEMOHUB_REQUEST_MEMORY)
 LAYOUT = '{"camera": "front", "bbox": [["car", 0.1, 0.4, 0.3, 0.6]]}'
 INTERNAL_START = INTERNAL.split("(")[0]
@@ -72,6 +75,8 @@ class HonestVisitor:
         assert not self.failures, f"the honest visitor was refused: {self.failures[:3]}"
         assert self.times, "the honest visitor never got an answer"
         worst = max(self.times)
+        print(f"honest searches beside the hostile ones: worst {worst:.2f} s, median "
+              f"{statistics.median(self.times):.2f} s over {len(self.times)}")
         assert worst <= HONEST_BUDGET, (f"an honest search took {worst:.1f} s (median "
                                         f"{statistics.median(self.times):.2f} s over {len(self.times)})")
 

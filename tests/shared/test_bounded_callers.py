@@ -1,7 +1,7 @@
 """The library from anywhere: 3D-MoLM's featurisation (bounded work in a worker process) called as a Python user calls
 it, each caller a command in a fresh interpreter in an empty folder: a script without a main guard, ``python -``
-(stdin), ``python -c``, a Jupyter kernel, a Ray worker, and a worker killed at its deadline. Inside pytest and the hub the same call worked all along;
-these callers failed (the worker re-imported the caller's ``__main__``)."""
+(stdin), ``python -c``, a Jupyter kernel, a Ray worker, and a worker killed at its deadline. Inside pytest and the hub
+the same call worked all along; these callers failed (the worker re-imported the caller's ``__main__``)."""
 
 from __future__ import annotations
 
