@@ -48,22 +48,28 @@ class RunningHub:
         return sorted(p for p in (self.root / name).rglob("*") if p.is_file())
 
 
-def start_hub(root: Path, args: list[str], env: dict[str, str], port: int, poll: float = 0.5) -> RunningHub:
+def start_hub(root: Path, args: list[str], env: dict[str, str | None], port: int, poll: float = 0.5,
+              command: list[str] | None = None, timeout: float = 120) -> RunningHub:
     """``demohub serve --port PORT ARGS`` in its own process, in an empty working directory under ``root``, with its
-    own caches; returns once ``/config`` answers (checked every ``poll`` seconds)."""
+    own caches; returns once ``/config`` answers (checked every ``poll`` seconds). ``command`` replaces
+    ``python -m apps.cli serve`` (this checkout's) by another start command, run with ``env`` as given."""
     for name in ("cwd", "hf-cache", "gradio", "state", "converted"):
         (root / name).mkdir(parents=True, exist_ok=True)
     environment = {k: v for k, v in os.environ.items() if k not in ("HF_HUB_OFFLINE", "PYTEST_CURRENT_TEST")}
     environment.update(HF_HUB_CACHE=str(root / "hf-cache"), GRADIO_TEMP_DIR=str(root / "gradio"),
                        DEMOHUB_STATE_DIR=str(root / "state"), DEMOHUB_CONVERTED_CACHE=str(root / "converted"),
                        GRADIO_ANALYTICS_ENABLED="False", HF_HUB_DISABLE_TELEMETRY="1", OMP_NUM_THREADS="1",
-                       PYTHONUNBUFFERED="1", **env)
-    environment = checkout_env(environment)
+                       PYTHONUNBUFFERED="1")
+    environment.update(env)
+    environment = {k: v for k, v in environment.items() if v is not None}  # None in ``env``: unset
+    if command is None:
+        environment = checkout_env(environment)
+        command = [sys.executable, "-m", "apps.cli", "serve"]
     log = open(root / "hub.log", "w")  # noqa: SIM115 - closed with the process
-    process = subprocess.Popen([sys.executable, "-m", "apps.cli", "serve", "--port", str(port), *args],
+    process = subprocess.Popen([*command, "--port", str(port), *args],
                                cwd=root / "cwd", env=environment, stdout=log, stderr=subprocess.STDOUT)
     url = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 120
+    deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if process.poll() is not None:
             raise AssertionError(f"demohub serve exited ({process.returncode}):\n{(root / 'hub.log').read_text()}")
@@ -74,7 +80,7 @@ def start_hub(root: Path, args: list[str], env: dict[str, str], port: int, poll:
             pass
         time.sleep(poll)
     process.kill()
-    raise AssertionError(f"demohub serve did not answer within 120 s:\n{(root / 'hub.log').read_text()}")
+    raise AssertionError(f"demohub serve did not answer within {timeout:.0f} s:\n{(root / 'hub.log').read_text()}")
 
 
 @contextmanager

@@ -34,6 +34,9 @@ def copy_checkout(target: Path) -> None:
         destination = target / name
         destination.parent.mkdir(parents=True, exist_ok=True)
         shutil.copy2(REPO / name, destination)
+    # A repository of its own, every file untracked: `git ls-files -co --exclude-standard` lists the same files there
+    # (a test that copies the checkout again, as the start command's test does, finds them).
+    subprocess.run(["git", "init", "-q", str(target)], check=True)
     node_modules = REPO / "tests" / "js" / "node_modules"  # ignored by git, needed by the JavaScript client tests
     if node_modules.is_dir():
         (target / "tests" / "js" / "node_modules").symlink_to(node_modules)
