@@ -30,7 +30,7 @@ def build(ctx: DemoContext) -> gr.Blocks:
                 with gr.Tab(title(endpoint)):
                     form(ctx, endpoint, view)
         ui.serve_endpoints(ctx)
-        ui.embed_section(ctx.demo, page)
+        ui.embed_section(ctx, page)
     return page
 
 

@@ -28,6 +28,8 @@ if TYPE_CHECKING:
 DOWNLOAD_MODES = ("auto", "on", "off")
 _UNITS = {"": 1, "b": 1, "kb": 10**3, "mb": 10**6, "gb": 10**9}
 _TRUE = {"1", "true", "yes", "on"}
+PUBLIC_HOST = re.compile(r"[A-Za-z0-9]([A-Za-z0-9.-]*[A-Za-z0-9])?(:[0-9]{1,5})?")
+PUBLIC_URL = re.compile(r"https?://" + PUBLIC_HOST.pattern + r"(/[A-Za-z0-9._~%!$&'()*+,;=:@/-]*)?")
 
 
 def parse_size(text: str | int) -> int:
@@ -89,6 +91,7 @@ class ServeSettings:
     anonymous_upload_retention: int = 600  # seconds the uploads of a client without a login are kept
     login_attempts: int = 5  # wrong passwords one client may send before each next try waits twice as long
     forwarded_allow_ips: str = ""  # reverse proxies whose forwarded client address is trusted (uvicorn's setting)
+    public_url: str = ""  # the address the world reaches the hub at (its embed snippets use it); "": the visitor's
     queue_size: int = 64  # events waiting in the queue, all demos together
     session_jobs: int = 4  # events one browser session (or API client session) may have waiting or running
     demo_concurrency: int = 1  # model calls one demo runs at once (each demo has its own queue group)
@@ -115,6 +118,9 @@ class ServeSettings:
             raise UserInputError("--read-timeout must be more than 0 and at most 600 seconds.")
         if not 0 < self.stream_idle <= self.stream_timeout:
             raise UserInputError("--stream-idle must be more than 0 and at most --stream-timeout.")
+        if self.public_url and not PUBLIC_URL.fullmatch(self.public_url):
+            raise UserInputError(f"--public-url must be a web address such as https://demos.example.org (with any path "
+                                 f"the hub is served under), not {self.public_url!r}.")
         if self.auth_given and not self.auth:
             raise UserInputError("--auth names no login (its file or value has no user:password line), so the hub "
                                  "would serve everyone; add a login, or leave --auth out for a public hub.")
@@ -124,6 +130,15 @@ class ServeSettings:
         """Only this machine reaches the hub (a loopback bind, no share link, not a Space): its visitor is the
         operator."""
         return is_loopback(self.host) and not self.share and not on_space()
+
+    @property
+    def public_address(self) -> str | None:
+        """Where the world reaches the hub, for its embed snippets: ``--public-url``; on a Space, its own host; else
+        None (the snippets then use the address each visitor reached, and say so when only they can reach it)."""
+        if self.public_url:
+            return self.public_url.rstrip("/")
+        space_host = os.environ.get("SPACE_HOST", "") if on_space() else ""
+        return f"https://{space_host}" if PUBLIC_HOST.fullmatch(space_host) else None
 
     @property
     def trusted_proxies(self) -> str:
@@ -151,7 +166,7 @@ class ServeSettings:
         pool = pool or default_pool()
         concurrency = self.demo_concurrency if pool.computes_here else pool.config.concurrency(demo)
         return DemoContext(demo, pool, downloads=self.downloads_allowed, operator_here=self.local_only,
-                           concurrency=concurrency)
+                           concurrency=concurrency, public_url=self.public_address)
 
     def ray_pool(self, demos: Sequence[Demo]) -> RayPool:
         """Connect to Ray (or start it), read serve.yaml, and return the pool every page then uses."""
@@ -211,6 +226,9 @@ def add_arguments(parser: argparse.ArgumentParser, default_port: int | None = 78
     parser.add_argument("--forwarded-allow-ips", default=_env("FORWARDED_ALLOW_IPS", d.forwarded_allow_ips),
                         help="reverse proxies (comma-separated addresses or networks, * for any) whose "
                              "X-Forwarded-For names the client; default: none, the peer's address is the client")
+    parser.add_argument("--public-url", default=_env("PUBLIC_URL", d.public_url),
+                        help="the address visitors reach the hub at, e.g. https://demos.example.org (behind a reverse "
+                             "proxy or a domain of its own): every page's embed snippets use it")
     parser.add_argument("--queue-size", type=int, default=int(_env("QUEUE_SIZE", str(d.queue_size))),
                         help="requests that may wait in the queue, all demos together")
     parser.add_argument("--session-jobs", type=int, default=int(_env("SESSION_JOBS", str(d.session_jobs))),
@@ -243,11 +261,11 @@ def add_arguments(parser: argparse.ArgumentParser, default_port: int | None = 78
                         help="serve.yaml with replicas, autoscaling and CPUs/GPUs per demo; implies --ray")
 
 
-# The limits serve.yaml's ``hub:`` section may set (the share of each client and the budgets of each request); sizes
-# are written as for the flags (25MB), seconds and counts as numbers.
+# What serve.yaml's ``hub:`` section may set (the share of each client, the budgets of each request, the public
+# address); sizes are written as for the flags (25MB), seconds and counts as numbers.
 HUB_KEYS = ("max_file_size", "max_request_size", "read_timeout", "min_body_rate", "max_connections",
-            "max_connections_per_address", "forwarded_allow_ips", "client_streams", "stream_idle", "stream_timeout",
-            "queue_size", "client_jobs", "session_jobs", "demo_concurrency", "client_upload_quota",
+            "max_connections_per_address", "forwarded_allow_ips", "public_url", "client_streams", "stream_idle",
+            "stream_timeout", "queue_size", "client_jobs", "session_jobs", "demo_concurrency", "client_upload_quota",
             "anonymous_upload_retention", "login_attempts", "delete_cache")
 _SIZES = ("max_file_size", "max_request_size", "min_body_rate", "client_upload_quota")
 
@@ -295,7 +313,7 @@ def from_args(args: argparse.Namespace) -> ServeSettings:
         min_body_rate=args.min_body_rate, stream_idle=args.stream_idle, stream_timeout=args.stream_timeout,
         client_streams=args.client_streams, client_jobs=args.client_jobs,
         client_upload_quota=args.client_upload_quota, anonymous_upload_retention=args.anonymous_upload_retention,
-        login_attempts=args.login_attempts, forwarded_allow_ips=args.forwarded_allow_ips,
+        login_attempts=args.login_attempts, forwarded_allow_ips=args.forwarded_allow_ips, public_url=args.public_url,
         auth_given=bool(args.auth.strip()),
         queue_size=args.queue_size, session_jobs=args.session_jobs,
         demo_concurrency=args.demo_concurrency, auth=parse_auth(args.auth), monitoring=args.monitoring,

@@ -494,19 +494,58 @@ def embed_snippets(demo: Demo, page_url: str, space_id: str | None = None) -> di
     return {"iframe": iframe, "web_component": component}
 
 
-def embed_section(demo: Demo, page: gr.Blocks) -> None:
-    """The "Embed this demo" accordion: snippets for the address this visitor reached (host, port, root path and
-    route as the browser sees them, so they work behind a proxy too), filled in by the browser when the page loads."""
+# Where the page's address is one only its visitor can reach, the embed section says so before its snippets, and how
+# to get an address others can reach. The browser decides (it knows the address it reached); ADDRESS and REACH are
+# filled in there.
+LOCAL_ADDRESS_WARNING = (
+    "This page's address, ADDRESS, works only REACH: pasted into your paper's page, the frame would stay empty for "
+    "every other reader. For an address others can reach: put this demo on a Hugging Face Space "
+    "(`demohub deploy DEMO --space-id OWNER/NAME`; the Space's page then gives its own snippets), open a temporary "
+    "public link (`demohub serve --share`), or, where the hub has a public address of its own (a domain, a reverse "
+    "proxy), start it with `--public-url https://your.domain` and these snippets use it.")
+# The hosts only this machine, or only its local network, reaches (the browser's location.hostname).
+_LOCAL_HOST_JS = """(host) => {
+  const h = host.replace(/^\\[|\\]$/g, "").toLowerCase();
+  if (h === "localhost" || h.endsWith(".localhost") || /^127\\./.test(h) || h === "::1" || h === "0.0.0.0")
+    return "on this machine";
+  if (/^10\\./.test(h) || /^192\\.168\\./.test(h) || /^172\\.(1[6-9]|2[0-9]|3[01])\\./.test(h) ||
+      /^169\\.254\\./.test(h) || /^f[cd][0-9a-f]{2}:/.test(h) || /^fe80:/.test(h) || h.endsWith(".local") ||
+      h.endsWith(".internal") || h.endsWith(".lan") || !/[.:]/.test(h))
+    return "inside this local network";
+  return "";
+}"""
+
+
+def code_notice(text: str, kind: str) -> str:
+    """``notice`` whose `backticked` parts show as code (escaped first, so nothing else becomes markup)."""
+    return re.sub(r"`([^`]+)`", r"<code>\1</code>", notice(text, kind))
+
+
+def embed_section(ctx: DemoContext, page: gr.Blocks) -> None:
+    """The "Embed this demo" accordion: snippets for the hub's public address (``--public-url``, a Space's host), else
+    for the address this visitor reached (host, port, root path and route as the browser sees them, so they work
+    behind a proxy too), filled in by the browser when the page loads. An address only this machine or its local
+    network reaches gets a warning first, with the ways to a public one."""
+    demo = ctx.demo
     templates = embed_snippets(demo, PAGE_URL, os.environ.get("SPACE_ID") or None)
+    warning = code_notice(LOCAL_ADDRESS_WARNING.replace("DEMO", demo.id), "warning")
     with gr.Accordion("Embed this demo", open=False, elem_classes="demohub-embed-section"):
+        local = gr.HTML("", elem_classes=QUIET)
         gr.Markdown("Paste one of these into your paper's project page. The iframe grows with the demo's results.")
         codes = [gr.Code(templates["iframe"], language="html", label="iframe", interactive=False),
                  gr.Code(templates["web_component"], language="html", label="Gradio web component",
                          interactive=False)]
-    fill = ("() => { const page = location.origin + location.pathname.replace(/(.)\\/+$/, '$1'); "
-            f"return {json.dumps([templates['iframe'], templates['web_component']])}"
-            f".map((snippet) => snippet.replaceAll({json.dumps(PAGE_URL)}, page)); }}")
-    page.load(None, None, codes, js=fill)
+    route = f"/{demo.id}"
+    fill = ("() => { const here = location.origin + location.pathname.replace(/(.)\\/+$/, '$1'); "
+            f"const base = {json.dumps(ctx.public_url)}; "
+            f"const route = location.pathname.replace(/\\/+$/, '').endsWith({json.dumps(route)}) "
+            f"? {json.dumps(route)} : ''; "
+            "const page = base ? base + route : here; "
+            f"const reach = base ? '' : ({_LOCAL_HOST_JS})(location.hostname); "
+            f"const warning = reach ? {json.dumps(warning)}.replace('ADDRESS', here).replace('REACH', reach) : ''; "
+            f"return [warning, ...{json.dumps([templates['iframe'], templates['web_component']])}"
+            f".map((snippet) => snippet.replaceAll({json.dumps(PAGE_URL)}, page))]; }}")
+    page.load(None, None, [local, *codes], js=fill)
 
 
 NOTICE_KINDS = ("info", "success", "warning", "error")

@@ -50,6 +50,7 @@ class DemoContext:
     downloads: bool = False  # may a request download missing weights? The operator decides (apps/settings.py).
     operator_here: bool = False  # only this machine reaches the hub: its visitor is the operator, who may read commands
     concurrency: int = 1  # model calls of this demo that may run at once (its own queue group)
+    public_url: str | None = None  # where the world reaches the hub (embed snippets); None: the visitor's address
 
     def pipeline(self, weights_name: str | None = None, on_download: weights.Progress | None = None) -> Pipeline:
         """The loaded pipeline for a weight set, from the pool (loaded at most once per process).

@@ -69,7 +69,7 @@ def build(ctx: DemoContext) -> gr.Blocks:
                                         elem_id="geo-export", visible=False)
         w.n_state, w.es_state, w.result = gr.State(1), gr.State(None), gr.State(None)
         _examples(w.layout_json, w.checkpoint)
-        ui.embed_section(ctx.demo, blocks)
+        ui.embed_section(ctx, blocks)
         _wire_layout(page, w)
         _wire_generation(ctx, page, w)
         ui.serve_endpoints(ctx)

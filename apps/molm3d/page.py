@@ -58,7 +58,7 @@ def build(ctx: DemoContext) -> gr.Blocks:
             with gr.Column(scale=1):
                 o = _outputs()
         table = gr.HTML()  # actions.table_html: no squeezed columns in a narrow page
-        ui.embed_section(ctx.demo, demo)
+        ui.embed_section(ctx, demo)
         _first_view(o["depiction"], o["viewer"], table, o["info"])
 
         @ui.user_errors

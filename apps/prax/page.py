@@ -34,7 +34,7 @@ def build(ctx: DemoContext) -> gr.Blocks:
             with gr.Column(min_width=320):
                 w.pragmatic_out = gr.HTML(actions.render_guesses("PraX listener", None, actions.START))
         _game_section(w)
-        ui.embed_section(ctx.demo, page)
+        ui.embed_section(ctx, page)
         _wire_examples(w)
         _wire_models(ctx, w)
         ui.serve_endpoints(ctx)

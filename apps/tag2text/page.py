@@ -32,7 +32,7 @@ def build(ctx: DemoContext) -> gr.Blocks:
         with gr.Tab("Batch"):
             _batch_tab(ctx, selected, view, threshold, user_tags)
         ui.serve_endpoints(ctx)
-        ui.embed_section(ctx.demo, demo)
+        ui.embed_section(ctx, demo)
     return demo
 
 

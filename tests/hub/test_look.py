@@ -108,3 +108,32 @@ def test_the_hub_navigation_names_each_demo_by_its_paper():
     pages = {route: name for route, name, _ in hub.build_hub().pages}
     assert pages == {"": "Home", **{d.id: d.name for d in apps.DEMOS}}
     assert [d.name for d in apps.DEMOS][:5] == ["GeoDiffusion", "MERT", "3D-MoLM", "PraX", "Tag2Text"]
+
+
+@pytest.mark.parametrize("host, reach", [
+    ("127.0.0.1", "on this machine"), ("localhost", "on this machine"), ("[::1]", "on this machine"),
+    ("lab.localhost", "on this machine"), ("0.0.0.0", "on this machine"),
+    ("10.1.2.3", "inside this local network"), ("192.168.0.12", "inside this local network"),
+    ("172.20.0.5", "inside this local network"), ("fd12:3456::1", "inside this local network"),
+    ("gpu-box", "inside this local network"), ("gpu-box.local", "inside this local network"),
+    ("172.32.0.1", ""), ("8.8.8.8", ""), ("demos.example.org", ""), ("lab-prax.hf.space", ""),
+])
+def test_the_embed_section_knows_which_addresses_only_some_can_reach(host, reach):
+    """The browser's test of its own address (run by Node here, as the page runs it), which decides the warning."""
+    import shutil
+    import subprocess
+
+    node = shutil.which("node")
+    assert node, "Node.js is missing: scripts/test installs it"
+    done = subprocess.run([node, "-e", f"console.log(({ui._LOCAL_HOST_JS})({host!r}))"], capture_output=True,
+                          text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == reach
+
+
+def test_the_local_address_warning_names_the_ways_to_a_public_one():
+    warning = ui.code_notice(ui.LOCAL_ADDRESS_WARNING.replace("DEMO", "prax"), "warning")
+    assert "<code>demohub deploy prax --space-id OWNER/NAME</code>" in warning
+    assert "<code>demohub serve --share</code>" in warning
+    assert "<code>--public-url https://your.domain</code>" in warning
+    assert warning.count("<code>") == 3 and "`" not in warning

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+import apps
 from apps.settings import ServeSettings, add_arguments, from_args, from_env, parse_auth, parse_size
 from shared.errors import UserInputError
 
@@ -154,3 +155,27 @@ def test_a_space_believes_its_platforms_proxy_and_elsewhere_nobody_by_default(mo
     monkeypatch.setenv("SPACE_ID", "lab/demo")
     assert ServeSettings().trusted_proxies == "*", "every visitor of a Space arrives through its proxy"
     assert ServeSettings(forwarded_allow_ips="10.0.0.1").trusted_proxies == "10.0.0.1"
+
+
+@pytest.mark.parametrize("url", ["https://demos.example.org", "https://demos.example.org/lab/", "http://10.0.0.5:8080"])
+def test_a_public_url_is_the_address_of_every_embed(url):
+    settings = ServeSettings(public_url=url)
+    assert settings.public_address == url.rstrip("/")
+    assert settings.context(apps.get_demo("prax")).public_url == url.rstrip("/")
+
+
+@pytest.mark.parametrize("url", ["demos.example.org", "javascript:alert(1)", "https://x.org/<script>", "ftp://x.org",
+                                 "https://x.org/?q=1", "https://"])
+def test_a_public_url_that_is_no_web_address_is_refused(url):
+    with pytest.raises(UserInputError, match="--public-url must be a web address"):
+        ServeSettings(public_url=url)
+
+
+def test_a_space_knows_its_public_address(monkeypatch):
+    assert ServeSettings().public_address is None
+    monkeypatch.setenv("SPACE_ID", "lab/prax")
+    monkeypatch.setenv("SPACE_HOST", "lab-prax.hf.space")
+    assert ServeSettings().public_address == "https://lab-prax.hf.space"
+    assert ServeSettings(public_url="https://demos.example.org").public_address == "https://demos.example.org"
+    monkeypatch.setenv("SPACE_HOST", "x.org/<script>")
+    assert ServeSettings().public_address is None

@@ -128,6 +128,12 @@ MUTANTS = (
     Mutant("serve-skips-its-setup", "the README's start command sets itself up on a fresh clone (README)",
            "scripts/serve", "setup_environment requirements.txt\n", "\n",
            ("tests/hub/test_commands.py::test_the_readme_start_command_sets_itself_up_and_serves_from_a_fresh_clone",)),
+    Mutant("embed-warning-silent", "an embed snippet for an address only this machine reaches says so first "
+           "(docs/embed.md)", "apps/ui.py", "const reach = base ? '' : (", "const reach = '' && (",
+           ("tests/browser/test_embed_address.py::test_a_loopback_hub_says_its_snippet_works_only_here_before_the_snippet",)),
+    Mutant("public-url-ignored", "a hub given --public-url shows snippets with it (docs/embed.md)", "apps/ui.py",
+           "const page = base ? base + route : here;", "const page = here;",
+           ("tests/browser/test_embed_address.py::test_a_hub_given_its_public_address_shows_snippets_with_it",)),
     Mutant("mert-embedding-averaged-in", "MERT matches the Space's own inference bit for bit (docs/demos.md, MERT)",
            "apps/mert/model.py", "    return torch.stack(out.hidden_states[1:], dim=1).mean(dim=2)",
            "    return (torch.stack(out.hidden_states[1:], dim=1) + out.hidden_states[0][:, None]).mean(dim=2)",
