@@ -6,9 +6,25 @@ escaped; sizes are relative, so a view reads at 720 px as at 1,400."""
 
 from __future__ import annotations
 
+import re
 import zlib
 from collections.abc import Sequence
-from html import escape
+
+# What Markdown (Gradio's and Streamlit's) or HTML would read as structure inside a line: in a string a person or a
+# model gave, each is written as a character reference, which both show as the character and neither parses
+# (CommonMark: a reference never stands for a structural symbol). A line's first mark (# - + = > . after digits) too.
+_INLINE_MARKUP = str.maketrans({"&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#x27;",  # html.escape's
+                                **{c: f"&#{ord(c)};" for c in "\\`*_{}[]()!|~$"}})
+_LINE_START_MARKUP = re.compile(r"^(\s*\d*)([#+=>.-])", re.M)
+
+
+def text(value: object) -> str:
+    """A string a person or a model gave (a SMILES, a tag, a label, a file name, an answer) for a Markdown or HTML view
+    of any front end: it reads exactly as written, never as a link, emphasis, code or a tag. The one function for
+    this; ``tests/hub/test_text.py`` renders every page's views of such strings."""
+    escaped = str(value).translate(_INLINE_MARKUP)
+    return _LINE_START_MARKUP.sub(lambda m: f"{m.group(1)}&#{ord(m.group(2))};", escaped)
+
 
 BAR = "background:var(--color-accent, #6366f1);border-radius:3px"
 CELL = "border:1px solid #e5e7eb;padding:3px 8px;text-align:left"
@@ -44,11 +60,11 @@ def bars(title: str, items: Sequence[tuple[str, float]], percent: bool = True) -
         share = score if percent else abs(score) / top
         shown = f"{score:.0%}" if percent else f"{score:+.2f}"
         rows.append(f'<div style="display:flex;gap:8px;align-items:center;margin:2px 0">'
-                    f'<span style="flex:0 0 40%;overflow-wrap:anywhere">{escape(label)}</span>'
+                    f'<span style="flex:0 0 40%;overflow-wrap:anywhere">{text(label)}</span>'
                     f'<span style="flex:1;height:12px;background:#f3f4f6;border-radius:3px">'
                     f'<span style="display:block;height:12px;width:{max(0.0, min(1.0, share)) * 100:.1f}%;{BAR}">'
                     f'</span></span><span style="flex:0 0 3.5em;text-align:right">{shown}</span></div>')
-    return f'<div class="view-bars"><strong>{escape(title)}</strong>{"".join(rows)}</div>'
+    return f'<div class="view-bars"><strong>{text(title)}</strong>{"".join(rows)}</div>'
 
 
 def point(title: str, x: tuple[str, float], y: tuple[str, float], size: int = 160) -> str:
@@ -61,17 +77,17 @@ def point(title: str, x: tuple[str, float], y: tuple[str, float], size: int = 16
         return 50 + value / reach * 45
 
     line = "position:absolute;background:#9ca3af"
-    plot = (f'<div role="img" aria-label="{escape(x[0])} {x[1]:+.2f}, {escape(y[0])} {y[1]:+.2f}" '
+    plot = (f'<div role="img" aria-label="{text(x[0])} {x[1]:+.2f}, {text(y[0])} {y[1]:+.2f}" '
             f'style="position:relative;width:{size}px;height:{size}px;border:1px solid #d1d5db;flex:none">'
             f'<div style="{line};left:0;right:0;top:50%;height:1px"></div>'
             f'<div style="{line};top:0;bottom:0;left:50%;width:1px"></div>'
-            f'<span style="position:absolute;right:4px;top:calc(50% - 16px);font-size:10px">{escape(x[0])} +</span>'
-            f'<span style="position:absolute;left:calc(50% + 4px);top:2px;font-size:10px">{escape(y[0])} +</span>'
+            f'<span style="position:absolute;right:4px;top:calc(50% - 16px);font-size:10px">{text(x[0])} +</span>'
+            f'<span style="position:absolute;left:calc(50% + 4px);top:2px;font-size:10px">{text(y[0])} +</span>'
             f'<span style="position:absolute;left:4px;bottom:2px;font-size:9px;color:#6b7280">±{reach:g}</span>'
             f'<span style="position:absolute;left:calc({at(x[1]):.1f}% - 6px);bottom:calc({at(y[1]):.1f}% - 6px);'
             'width:12px;height:12px;border-radius:50%;background:var(--color-accent, #6366f1)"></span></div>')
-    return (f'<div class="view-point"><strong>{escape(title)}</strong><div style="display:flex;gap:12px;'
-            f'align-items:center;flex-wrap:wrap">{plot}<span>{escape(x[0])} {x[1]:+.2f}<br>{escape(y[0])} '
+    return (f'<div class="view-point"><strong>{text(title)}</strong><div style="display:flex;gap:12px;'
+            f'align-items:center;flex-wrap:wrap">{plot}<span>{text(x[0])} {x[1]:+.2f}<br>{text(y[0])} '
             f'{y[1]:+.2f}</span></div></div>')
 
 
@@ -79,19 +95,19 @@ def timeline(title: str, columns: Sequence[tuple[str, str]], rows: Sequence[tupl
     """A table with a row per time span and a column per ``(key, heading)``; each cell is that span's label, coloured
     by label, so where a label holds and where it changes shows at a glance. It scrolls sideways where it is wider
     than the page."""
-    head = "".join(f'<th style="{CELL}">{escape(heading)}</th>' for _, heading in columns)
+    head = "".join(f'<th style="{CELL}">{text(heading)}</th>' for _, heading in columns)
     body = "".join(
-        f'<tr><td style="{CELL};white-space:nowrap">{escape(span)}</td>' + "".join(
-            f'<td style="{CELL};background:{colour(labels[key])}">{escape(labels[key])}</td>' for key, _ in columns)
+        f'<tr><td style="{CELL};white-space:nowrap">{text(span)}</td>' + "".join(
+            f'<td style="{CELL};background:{colour(labels[key])}">{text(labels[key])}</td>' for key, _ in columns)
         + "</tr>" for span, labels in rows)
-    return (f'<div class="view-timeline" style="margin-top:16px"><strong>{escape(title)}</strong>'
+    return (f'<div class="view-timeline" style="margin-top:16px"><strong>{text(title)}</strong>'
             f'<div style="overflow-x:auto"><table style="border-collapse:collapse;border:none;margin:4px 0;'
             f'font-size:90%"><thead><tr><th style="{CELL}">time</th>{head}</tr></thead><tbody>{body}</tbody></table>'
             "</div></div>")
 
 
 def notes(texts: Sequence[str]) -> str:
-    return "".join(f'<p class="view-note">{escape(text)}</p>' for text in texts)
+    return "".join(f'<p class="view-note">{text(note)}</p>' for note in texts)
 
 
 def grid(parts: Sequence[str], width: str = "15rem") -> str:

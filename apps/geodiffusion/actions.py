@@ -8,7 +8,6 @@ source of truth of a page; the helpers below turn it into the canvas editor's va
 
 from __future__ import annotations
 
-import html
 import io
 import json
 from collections.abc import Callable
@@ -30,6 +29,7 @@ from apps.geodiffusion.layout import (
     load_layout_data,
     parse_layout,
 )
+from apps.views import text
 from shared import weights
 from shared.context import DemoContext
 from shared.errors import UserInputError, page_inputs
@@ -372,7 +372,7 @@ def layout_svg(layout: dict, width: int = 224, height: int = 126) -> str:
         shapes.append(f'<rect x="{x:.1f}" y="{y:.1f}" width="{w:.1f}" height="{h:.1f}" fill="hsl({hue} 70% 50% / .18)" '
                       f'stroke="hsl({hue} 70% 40%)" stroke-width="1.5"/>'
                       f'<text x="{x + 3:.1f}" y="{y + 11:.1f}" font-size="9" font-family="sans-serif" '
-                      f'fill="hsl({hue} 70% 30%)">{html.escape(str(label))}</text>')
+                      f'fill="hsl({hue} 70% 30%)">{text(label)}</text>')
     return (f'<svg viewBox="0 0 {width} {height}" width="{width}" height="{height}" role="img" '
             f'aria-label="a layout of {len(shapes)} boxes"><rect width="{width}" height="{height}" fill="#f1f5f9"/>'
             + "".join(shapes) + "</svg>")

@@ -12,6 +12,7 @@ from apps.geodiffusion import actions
 from apps.geodiffusion.actions import WORKS_WITHOUT_WEIGHTS, GeoDiffusionPage
 from apps.geodiffusion.layout import MAX_GUIDANCE, MAX_SEED, MAX_STEPS
 from apps.streamlit_ui import demo_context, paper_card, show_error, weights_select
+from apps.views import text
 
 ctx = demo_context("geodiffusion")
 page = GeoDiffusionPage(ctx)
@@ -21,12 +22,12 @@ if message := ctx.weights_message(checkpoint, WORKS_WITHOUT_WEIGHTS):
     st.warning(message)
 config = page.config(checkpoint)
 with st.expander(f"{config.width}x{config.height} images, {len(config.classes)} labels"):
-    st.write(", ".join(config.classes))
+    st.markdown(text(", ".join(config.classes)))
 examples = {f"{i + 1}. {name}": layout for i, (layout, name) in enumerate(actions.examples_for(config.dataset))}
 example = st.selectbox("Start from an example layout", list(examples))
 layout_json = st.text_area('Layout: {"camera": ..., "bbox": [[label, x1, y1, x2, y2], ...]} in [0, 1]',
                            json.dumps(examples[example]), key=f"layout-{checkpoint}-{example}", height=160)
-st.caption(f"Prompt: {page.preview_prompt(layout_json, checkpoint)}")
+st.caption(f"Prompt: {text(page.preview_prompt(layout_json, checkpoint))}")
 if note := page.budget_note(layout_json, checkpoint):
     st.caption(note)
 steps_key, sampler_key = f"steps-{checkpoint}", f"sampler-{checkpoint}"

@@ -153,12 +153,12 @@ def _with_unit(number: str, unit: str) -> str:
 
 def partial_markdown(text: str) -> str:
     """The answer while it is written: the best text so far, marked as unfinished."""
-    return f"**3D-MoLM, writing:** {html.escape(text)} ▍"
+    return f"**3D-MoLM, writing:** {views.text(text)} ▍"
 
 
 def answer_markdown(answer: MoLM3DOutput) -> str:
     """Instruction, the model's text, the number read from it, and RDKit's value beside it where RDKit has one."""
-    lines = [f"**Instruction:** {html.escape(answer.instruction)}", f"**3D-MoLM:** {html.escape(answer.text)}"]
+    lines = [f"**Instruction:** {views.text(answer.instruction)}", f"**3D-MoLM:** {views.text(answer.text)}"]
     if answer.value is not None:
         lines.append(f"**Parsed value:** {html.escape(_with_unit(f'{answer.value:g}', answer.unit))}")
     ref = answer.reference
@@ -168,7 +168,7 @@ def answer_markdown(answer: MoLM3DOutput) -> str:
         difference = f" (difference {answer.difference:+.2f})" if answer.difference is not None else ""
         lines.append(f"**RDKit reference:** {html.escape(_with_unit(f'{ref.value:.2f}', ref.unit))}{difference}"
                      f" · {html.escape(ref.method)}")
-    lines += [f"⚠️ {html.escape(n)}" for n in answer.notes]
+    lines += [f"⚠️ {views.text(n)}" for n in answer.notes]
     return "\n\n".join(lines)
 
 
@@ -192,15 +192,18 @@ def table_html(rows: Sequence[Sequence[str]], title: str = "RDKit reference valu
     """The comparison table as HTML: the rows with a value first (RDKit's or the model's); the properties neither has
     a value for are folded under one line below, each with why. Names, values and headers never wrap (the table
     scrolls sideways in a narrow page instead of squeezing a column); only the last column (how the value is
-    computed) wraps, anywhere, at 10em or more."""
+    computed) wraps, at 10em or more, between words and after the dots of a dotted name."""
     valued = [row for row in rows if row[1] != EMPTY_CELL or row[2]]
     missing = [row for row in rows if row[1] == EMPTY_CELL and not row[2]]
     headers, body = comparison_table(valued)
     last = len(headers) - 1
 
     def cell(tag: str, text: str, i: int) -> str:
-        style = "min-width:10em;overflow-wrap:anywhere" if i == last else "white-space:nowrap"
-        return f'<{tag} style="{style};text-align:left;padding:4px 8px">{html.escape(text)}</{tag}>'
+        if i == last:  # breaks between words and after a dotted name's dots, never inside a name (CalcTPSA)
+            style, shown = "min-width:10em;overflow-wrap:break-word", html.escape(text).replace(".", ".<wbr>")
+        else:
+            style, shown = "white-space:nowrap", html.escape(text)
+        return f'<{tag} style="{style};text-align:left;padding:4px 8px">{shown}</{tag}>'
 
     head = "".join(cell("th", h, i) for i, h in enumerate(headers))
     lines = "".join("<tr>" + "".join(cell("td", c, i) for i, c in enumerate(row)) + "</tr>" for row in body)

@@ -9,6 +9,7 @@ import streamlit.components.v1 as components
 from apps.molm3d import actions
 from apps.molm3d.tasks import DECODINGS, TASKS
 from apps.streamlit_ui import demo_context, paper_card, progress, show_error, weights_select
+from apps.views import text
 
 ctx = demo_context("molm3d")
 paper_card("molm3d")
@@ -42,9 +43,9 @@ try:
         bar.empty()
         writing.empty()
         st.subheader("3D-MoLM")
-        st.write(answer.text)
+        st.markdown(text(answer.text))
         for note in answer.notes:
-            st.warning(note)
+            st.warning(text(note))
     headers, rows = actions.comparison_table(actions.table_rows(view, answer))
     st.dataframe([dict(zip(headers, row, strict=True)) for row in rows], hide_index=True)
 except Exception as error:

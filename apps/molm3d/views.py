@@ -12,6 +12,7 @@ import json
 import math
 
 from apps.molm3d.conformer import Conformer, method
+from apps.views import text
 
 SIZE = 360
 COLORS = {"C": "#505050", "N": "#3050f8", "O": "#e01010", "S": "#c8a000", "P": "#ff8000", "F": "#60c040",
@@ -145,6 +146,6 @@ watch('value', molm3dView);
 
 def info_markdown(conf: Conformer, seed: int) -> str:
     how = method(conf, seed)
-    lines = [f"**{html.escape(conf.smiles[:120])}**: {conf.num_heavy_atoms} heavy atoms, {how}."]
-    lines += [f"⚠️ {html.escape(w)}" for w in conf.warnings]
+    lines = [f"**{text(conf.smiles[:120])}**: {conf.num_heavy_atoms} heavy atoms, {how}."]
+    lines += [f"⚠️ {text(w)}" for w in conf.warnings]
     return "\n\n".join(lines)

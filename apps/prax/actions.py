@@ -235,13 +235,13 @@ def render_guesses(title: str, output: PraxOutput | None, message: str = "") -> 
         return f"<div style='overflow-x:auto;max-width:100%'><table style='{GUESS_TABLE}'>{table}</table></div>"
 
     guesses = "".join(
-        f"<tr><td style='{CELL}'>{i}</td><td style='{CELL}'><code style='{REGEX}'>{html.escape(c.program)}</code>"
+        f"<tr><td style='{CELL}'>{i}</td><td style='{CELL}'><code style='{REGEX}'>{views.text(c.program)}</code>"
         f"</td><td style='{CELL};white-space:nowrap'>{c.probability:.0%} <small>(log p {c.logprob:.1f})</small>"
         "</td></tr>" for i, c in enumerate(output.candidates, 1))
     numbers = "".join(f"<th style='{CELL};text-align:center'>#{i}</th>" for i in range(1, len(output.candidates) + 1))
     checks = "".join(
         f"<tr><td style='{CELL};overflow-wrap:anywhere;font-family:ui-monospace,monospace'>"
-        f"{html.escape(e.string)}</td><td style='{CELL}'>{e.label}</td>"
+        f"{views.text(e.string)}</td><td style='{CELL}'>{e.label}</td>"
         + "".join(f"<td style='{CELL};text-align:center'>{'✓' if c.matches[j] else '✗'}</td>"
                   for c in output.candidates) + "</tr>"
         for j, e in enumerate(output.examples))
@@ -256,8 +256,8 @@ def render_guesses(title: str, output: PraxOutput | None, message: str = "") -> 
 
 
 def suggestion_markdown(s: PraxSuggestion) -> str:
-    return (f"Try <code>{html.escape(s.example.string)}</code> as **{'+' if s.example.positive else '−'}**: "
-            f"assuming you mean <code>{html.escape(s.assumed_program)}</code>, it leaves "
+    return (f"Try <code>{views.text(s.example.string)}</code> as **{'+' if s.example.positive else '−'}**: "
+            f"assuming you mean <code>{views.text(s.assumed_program)}</code>, it leaves "
             f"{s.remaining} of {s.n_programs} candidate regexes "
             f"(S1 = {s.speaker_probability:.2f} over {s.n_candidates} candidate examples).")
 
@@ -265,7 +265,7 @@ def suggestion_markdown(s: PraxSuggestion) -> str:
 def preview() -> str:
     """The hub card's picture: the first example set, as the page lists it."""
     name, examples = next(iter(PRESETS.items()))
-    chips = "".join(f"<code style='{CHIP}'>{'+' if label == '+' else '−'} {html.escape(string)}</code>"
+    chips = "".join(f"<code style='{CHIP}'>{'+' if label == '+' else '−'} {views.text(string)}</code>"
                     for string, label in examples)
     return f"<div style='display:flex;flex-wrap:wrap;gap:.4rem;justify-content:center'>{chips}</div>"
 

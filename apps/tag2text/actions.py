@@ -8,7 +8,6 @@ Importing this module imports neither a UI library nor torch (the pipeline modul
 from __future__ import annotations
 
 import csv
-import html
 import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -111,7 +110,7 @@ def tag_chips(tags: tuple[Tag, ...] | list[Tag]) -> str:
     """Tags as HTML chips with their scores (names escaped: they come from the checkpoint's tag list)."""
     if not tags:
         return f'<div style="{CHIPS_STYLE}"><i>No tag passed the threshold; try a lower one.</i></div>'
-    chips = "".join(f'<span class="t2t-chip" style="{CHIP_STYLE}">{html.escape(t.name)} <b>{t.score:.2f}</b></span>'
+    chips = "".join(f'<span class="t2t-chip" style="{CHIP_STYLE}">{views.text(t.name)} <b>{t.score:.2f}</b></span>'
                     for t in tags)
     return f'<div class="t2t-chips" style="{CHIPS_STYLE}">{chips}</div>'
 

@@ -4,6 +4,7 @@ import streamlit as st
 
 from apps.streamlit_ui import demo_context, paper_card, show_error, weights_select
 from apps.tag2text import actions
+from apps.views import text
 
 ctx = demo_context("tag2text")
 paper_card("tag2text")
@@ -31,8 +32,8 @@ if st.button("Tag and caption", type="primary"):
         result = output.results[0]
         st.image(source, width=384)
         st.subheader("Caption")
-        st.write(result.caption)
+        st.markdown(text(result.caption))
         st.subheader("Tags")
         st.dataframe(actions.tag_rows(result), hide_index=True)
         if result.user_tags:
-            st.caption(f"Caption guided by your tags: {', '.join(result.user_tags)}")
+            st.caption(f"Caption guided by your tags: {text(', '.join(result.user_tags))}")

@@ -3,6 +3,8 @@ console errors; a model question without weights shows the download hint as a to
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from apps.molm3d import DEMO
@@ -100,3 +102,45 @@ def test_the_answer_is_shown_as_it_is_written_then_whole(browser, tiny_as_bundle
         pg.close()
     finally:
         demo.close()
+
+
+LOGP_EXAMPLE = "CC(=O)OC(CC(=O)[O-])C[N+](C)(C)C"
+
+
+@pytest.mark.parametrize("width", [720, 1400])
+def test_an_example_smiles_is_shown_exactly_and_names_never_break_inside(browser, page_url, width, tmp_path):
+    """A visitor clicks the LogP example: the caption shows its SMILES as written (Markdown once made a link of
+    [N+](C)), and the table's dotted method names break only after their dots."""
+    context = browser.new_context(viewport={"width": width, "height": 1000})
+    pg = context.new_page()
+    errors = []
+    pg.on("pageerror", lambda e: errors.append(str(e)))
+    try:
+        pg.goto(page_url)
+        pg.wait_for_selector(".molm3d-viewer svg circle", timeout=30_000)  # the page is live
+        pg.get_by_text(LOGP_EXAMPLE, exact=True).first.click()
+        pg.wait_for_function("(smiles) => [...document.querySelectorAll('strong')].some((s) => "
+                             "s.textContent === smiles)", arg=LOGP_EXAMPLE, timeout=30_000)
+        caption = pg.locator("strong").filter(has_text=re.compile(re.escape(LOGP_EXAMPLE))).first
+        assert caption.inner_text() == LOGP_EXAMPLE
+        assert caption.locator("xpath=..").locator("a").count() == 0, "part of the SMILES became a link"
+        cell = pg.locator(".molm3d-table td", has_text="CalcTPSA").first
+        lines = cell.evaluate("""(td) => {
+            const walker = document.createTreeWalker(td, NodeFilter.SHOW_TEXT);
+            let node;
+            while ((node = walker.nextNode())) {
+                const at = node.data.indexOf("CalcTPSA");
+                if (at < 0) continue;
+                const range = document.createRange();
+                range.setStart(node, at);
+                range.setEnd(node, at + "CalcTPSA".length);
+                return new Set([...range.getClientRects()].map((r) => Math.round(r.top))).size;
+            }
+            return -1;
+        }""")
+        assert lines == 1, f"CalcTPSA is split over {lines} lines"
+        cell.scroll_into_view_if_needed()
+        pg.screenshot(path=tmp_path / f"molm3d-logp-{width}.png")
+    finally:
+        context.close()
+    assert errors == []

@@ -10,6 +10,7 @@ import pytest
 import torch
 from rdkit import Chem
 
+from apps import views
 from apps.molm3d import DEMO, actions
 from apps.molm3d import api as endpoints
 from apps.molm3d.actions import answer_markdown
@@ -89,7 +90,7 @@ def test_real_tiny_answer_without_a_number_still_reports_rdkit(bundled_cpu_defau
     assert answer.value is None and answer.difference is None
     assert answer.reference.value == pytest.approx(rdkit_value, abs=1e-3) and answer.reference.method == method
     markdown = answer_markdown(answer)
-    assert f"**3D-MoLM:** {html.escape(answer.text)}" in markdown
+    assert f"**3D-MoLM:** {views.text(answer.text)}" in markdown
     assert "**Parsed value:**" not in markdown and "difference" not in markdown
     # no number from the model: RDKit's value is still shown, with how it was computed
     assert f"**RDKit reference:** {html.escape(rdkit_text)} · {method}" in markdown

@@ -134,6 +134,9 @@ MUTANTS = (
     Mutant("public-url-ignored", "a hub given --public-url shows snippets with it (docs/embed.md)", "apps/ui.py",
            "const page = base ? base + route : here;", "const page = here;",
            ("tests/browser/test_embed_address.py::test_a_hub_given_its_public_address_shows_snippets_with_it",)),
+    Mutant("smiles-read-as-markdown", "a typed SMILES is shown as written, never read as Markdown (docs/demos.md, "
+           "3D-MoLM)", "apps/molm3d/views.py", 'lines = [f"**{text(conf.smiles[:120])}**:',
+           'lines = [f"**{conf.smiles[:120]}**:', ("tests/hub/test_text.py",)),
     Mutant("mert-embedding-averaged-in", "MERT matches the Space's own inference bit for bit (docs/demos.md, MERT)",
            "apps/mert/model.py", "    return torch.stack(out.hidden_states[1:], dim=1).mean(dim=2)",
            "    return (torch.stack(out.hidden_states[1:], dim=1) + out.hidden_states[0][:, None]).mean(dim=2)",
