@@ -4,7 +4,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 import apps
-from apps import catalog
+from apps import catalog, views
 from shared.weights import REPO_ROOT
 
 HUB = str(REPO_ROOT / "apps" / "streamlit_hub.py")
@@ -107,6 +107,8 @@ def test_molm3d_page_conformer_without_weights_and_answer_with_tiny_weights(offl
     assert "3D-MoLM" not in [s.value for s in at.subheader]
     at.text_input[0].input("C1CC").run()  # unclosed ring: invalid SMILES
     assert at.error and "SMILES" in at.error[0].value and not at.exception
+    at.text_input[0].input(EXAMPLES[2][0]).run()  # [N+](C) once read as a Markdown link
+    assert any(m.value.startswith(f"**{views.text(EXAMPLES[2][0])}**") for m in at.markdown)
 
     monkeypatch.setenv("DEMOHUB_CHECKPOINTS", str(build_tiny_checkpoints(tmp_path / "ckpts")))
     at = AppTest.from_file(HUB, default_timeout=240).run()
@@ -117,7 +119,7 @@ def test_molm3d_page_conformer_without_weights_and_answer_with_tiny_weights(offl
     assert [s.value for s in at.subheader] == ["3D-MoLM"]
     expected = direct("molm3d", pool)(featurize(EXAMPLES[0][0]), None, "caption")
     assert expected.text.strip()
-    assert expected.text in [m.value for m in at.markdown], "the tiny model's answer is shown"
+    assert views.text(expected.text) in [m.value for m in at.markdown], "the tiny model's answer is shown as written"
 
 
 def test_molm3d_page_asks_the_tiny_model(tiny_checkpoints, pool):
@@ -132,7 +134,7 @@ def test_molm3d_page_asks_the_tiny_model(tiny_checkpoints, pool):
     assert [s.value for s in at.subheader] == ["3D-MoLM"]
     expected = direct("molm3d", pool)(featurize(EXAMPLES[0][0]), None, "molecular_weight")
     assert expected.text.strip()
-    assert expected.text in [m.value for m in at.markdown], "the tiny model's answer is shown"
+    assert views.text(expected.text) in [m.value for m in at.markdown], "the tiny model's answer is shown as written"
     first = at.dataframe[0].value.iloc[0]
     assert (first["Property"], first["RDKit"]) == ("Molecular Weight (g/mol)", "180.16 g/mol")  # aspirin
     if expected.value is None:  # no number from the model: no empty model columns
