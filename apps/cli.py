@@ -127,7 +127,7 @@ def cmd_doctor(args: argparse.Namespace) -> int:
     cache = weights.hf_cache_dir()
     existing = next(p for p in (cache, *cache.parents) if p.exists())
     print(f"HF cache      {cache} ({shutil.disk_usage(existing).free / 1e9:.1f} GB free)")
-    problem = weights.hub_problem()
+    problem = weights.hub_problem(detail=True)  # with the network library's reason: the operator's view
     endpoint = weights.hub_endpoint() or weights.DEFAULT_ENDPOINT
     print(f"Hugging Face  {'reachable' if problem is None else 'not reachable'}: {problem or endpoint}")
     print(f"Checkpoints   {os.environ.get('DEMOHUB_CHECKPOINTS') or weights.BUNDLED_ROOT}")

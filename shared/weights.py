@@ -26,7 +26,7 @@ from datetime import datetime, timezone
 from enum import Enum
 from pathlib import Path
 
-from shared.errors import WeightsUnavailable, report
+from shared.errors import WeightsUnavailable, log, report
 from shared.registry import Demo, WeightSet, human_bytes
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
@@ -227,14 +227,17 @@ class _HubProbe:
 
     def __init__(self):
         self.lock = threading.Lock()
-        self.answers: dict[str, tuple[float, str | None]] = {}  # endpoint -> (when, why not; None: it answered)
+        # endpoint -> (when, why not in a sentence, and with the network library's reason; None: it answered)
+        self.answers: dict[str, tuple[float, tuple[str, str] | None]] = {}
 
-    def problem(self, endpoint: str, timeout: float) -> str | None:
+    def problem(self, endpoint: str, timeout: float) -> tuple[str, str] | None:
         with self.lock:  # one probe at a time: a page render that finds it running waits for its answer
             known = self.answers.get(endpoint)
             if known is not None and time.monotonic() - known[0] < HUB_PROBE_TTL:
                 return known[1]
             answer = _probe(endpoint, timeout)
+            if answer is not None:  # the library's words (an errno) are the operator's: the log and `doctor` have them
+                log.warning("the Hugging Face Hub cannot be reached: %s", answer[1])
             self.answers[endpoint] = (time.monotonic(), answer)
             return answer
 
@@ -251,15 +254,18 @@ def forget_hub_probe() -> None:
     _hub_probe.forget()
 
 
-def hub_problem(timeout: float = HUB_PROBE_SECONDS) -> str | None:
+def hub_problem(timeout: float = HUB_PROBE_SECONDS, detail: bool = False) -> str | None:
     """Why the Hugging Face Hub cannot be reached from here (None: it can): ``HF_HUB_OFFLINE=1``, or a quick request
-    to the endpoint that got no answer within ``timeout`` (any HTTP answer counts), remembered for 5 minutes."""
+    to the endpoint that got no answer within ``timeout`` (any HTTP answer counts), remembered for 5 minutes. A
+    sentence for a page; with ``detail`` (`demohub doctor`) the network library's reason too, e.g. an errno."""
     if offline():
         return "HF_HUB_OFFLINE=1 is set"
-    return _hub_probe.problem(hub_endpoint() or DEFAULT_ENDPOINT, timeout)
+    answer = _hub_probe.problem(hub_endpoint() or DEFAULT_ENDPOINT, timeout)
+    return None if answer is None else answer[1] if detail else answer[0]
 
 
-def _probe(endpoint: str, timeout: float) -> str | None:
+def _probe(endpoint: str, timeout: float) -> tuple[str, str] | None:
+    """None when ``endpoint`` answered; else (the sentence, the sentence with the library's reason)."""
     import urllib.error
     import urllib.request
 
@@ -268,8 +274,8 @@ def _probe(endpoint: str, timeout: float) -> str | None:
     except urllib.error.HTTPError:
         return None  # it answered
     except (OSError, ValueError) as error:  # URLError, timeouts, refused connections, a malformed endpoint
-        reason = getattr(error, "reason", error)
-        return f"{endpoint} did not answer within {timeout:g} s ({reason})"
+        sentence = f"{endpoint} did not answer within {timeout:g} s"
+        return sentence, f"{sentence} ({getattr(error, 'reason', error)})"
     return None
 
 

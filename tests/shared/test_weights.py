@@ -129,6 +129,24 @@ def test_an_unreachable_hub_makes_weights_unavailable_within_the_probe_time(offl
     assert weights.state("demo", WS) is weights.WeightState.UNAVAILABLE
 
 
+def test_a_visitor_reads_no_network_library_words_the_operator_does(monkeypatch, caplog):
+    """The page's sentence on an unreachable Hub names the address and the wait; the library's reason (an errno,
+    'Name or service not known') is in the log and in `demohub doctor` (detail), not on the page."""
+    import logging
+
+    monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
+    monkeypatch.setenv("HF_ENDPOINT", "http://no-such-host.invalid")
+    weights.forget_hub_probe()
+    with caplog.at_level(logging.WARNING, logger="demohub"):
+        sentence = weights.hub_problem()
+    assert sentence == "http://no-such-host.invalid did not answer within 2 s", sentence
+    assert "Errno" not in sentence and "(" not in sentence
+    detail = weights.hub_problem(detail=True)
+    assert detail.startswith(sentence + " (") and "Errno" in detail  # remembered: the same probe, its reason
+    assert "cannot be reached" in caplog.text and "Errno" in caplog.text
+    weights.forget_hub_probe()
+
+
 def test_a_failed_download_makes_its_weights_unavailable_until_the_retry_time(offline_cache, answering_hub,
                                                                                  monkeypatch):
     """The Hub answers, but holds nothing: the download fails, and the state says so instead of "downloadable"."""
