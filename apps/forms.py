@@ -7,6 +7,9 @@ call does. The named endpoints, the weights banner and the embed section are tho
 
 from __future__ import annotations
 
+import inspect
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 import gradio as gr
@@ -14,6 +17,7 @@ import gradio as gr
 from apps import ui
 from shared.api import Endpoint, Input, attribute
 from shared.context import DemoContext
+from shared.errors import UserInputError
 from shared.weights import REPO_ROOT  # declared example files are named from here
 
 
@@ -39,96 +43,138 @@ def title(endpoint: Endpoint) -> str:
     return endpoint.name.replace("_", " ").capitalize()
 
 
+@dataclass(frozen=True)
+class Field:
+    """A declared input on the form: its components (an optional number's switch and its box are two), the names the
+    page's check knows them by (the input's own for the one its errors mark), how their values become the API's
+    value, and what an example's value puts in them."""
+
+    input: Input
+    components: tuple[gr.components.Component, ...]
+    value: Callable[..., Any]  # the components' values -> the value an API call sends
+    fill: Callable[[Any], tuple]  # an example's value -> the components' values
+
+    @property
+    def names(self) -> list[str]:
+        return [f"{self.input.name}_{n}" for n in range(len(self.components) - 1)] + [self.input.name]
+
+
 def form(ctx: DemoContext, endpoint: Endpoint, view: ui.WeightsView) -> None:
     """The endpoint's inputs, its Run button and its answer; a weights input is the page's weights selector."""
     gr.Markdown(endpoint.summary)
+    defaults = endpoint.defaults(ctx)
     with gr.Row():
         with gr.Column():
-            components = [view.selectors[0] if i.kind == "weights" else component(i) for i in endpoint.inputs]
+            fields = [Field(i, (view.selectors[0],), lambda name: name, lambda value: (value,))
+                      if i.kind == "weights" else field(i, defaults) for i in endpoint.inputs]
             run = gr.Button("Run", variant="primary")
-            examples(endpoint, components)
+            examples(endpoint, fields)
         with gr.Column():
             shown = gr.HTML(elem_classes="form-answer") if endpoint.view else None
             with gr.Accordion("Answer as JSON", open=False) if endpoint.view else gr.Group():
                 answer = gr.JSON(label="Answer")
-    defaults = endpoint.defaults(ctx)
 
     def arguments(values: tuple) -> dict[str, Any]:
-        return {i.name: page_value(i, v, defaults) for i, v in zip(endpoint.inputs, values, strict=True)}
+        out, at = {}, 0
+        for f in fields:
+            out[f.input.name] = f.value(*values[at:at + len(f.components)])
+            at += len(f.components)
+        return out
 
     def check(*values):
-        endpoint.check_call(ctx, arguments(values))
+        try:
+            endpoint.check_call(ctx, arguments(values))
+        except UserInputError as error:
+            raise in_page_words(endpoint, error) from None
 
     def call(*values):
         result = endpoint.call(ctx, arguments(values))
         return (attribute(endpoint.view)(result), result) if endpoint.view else result
 
-    check.__signature__ = call.__signature__ = ui.endpoint_signature(endpoint, defaults)
+    check.__signature__ = call.__signature__ = inspect.Signature(
+        [inspect.Parameter(name, inspect.Parameter.POSITIONAL_OR_KEYWORD) for f in fields for name in f.names])
     call.__name__ = f"{endpoint.name}_on_page"
     handler = ui.model_call(call) if endpoint.work == "model" else ui.user_errors(call)
     events = {"model": ui.model_events, "bounded": ui.work_events}.get(endpoint.work)
     outputs = [shown, answer] if shown is not None else answer
-    view.follow(run.click(handler, components, outputs, validator=ui.validator(check), api_visibility="private",
-                          preprocess=False, **(events(ctx) if events else {})))
+    view.follow(run.click(handler, [c for f in fields for c in f.components], outputs, validator=ui.validator(check),
+                          api_visibility="private", preprocess=False, **(events(ctx) if events else {})))
 
 
-def examples(endpoint: Endpoint, components: list) -> None:
-    """The endpoint's examples (``Endpoint.example_calls``) as a list of labels; a click fills the whole form (the
-    weights selector stays as the visitor set it). Example files are served as they are (``ui.serve_static``)."""
+def in_page_words(endpoint: Endpoint, error: UserInputError) -> UserInputError:
+    """The sentence a form shows beside a field, naming it as the page does: a declared limit's sentence starts with
+    the API's name for the input ("k must be ..."), the page calls it by its label ("Guesses must be ...")."""
+    named = next((i for i in endpoint.inputs if i.name == error.argument), None)
+    message = str(error)
+    if named is None or not message.startswith(f"{named.name} ") or named.page_label == named.name:
+        return error
+    return UserInputError(named.page_label + message[len(named.name):], argument=error.argument)
+
+
+def examples(endpoint: Endpoint, fields: list[Field]) -> None:
+    """The endpoint's examples (``Endpoint.example_calls``) as a list of labels; a click fills every field of the form
+    (an input the example leaves out at its default; the weights selector stays as the visitor set it). Example files
+    are served as they are (``ui.serve_static``)."""
     calls = endpoint.example_calls()
-    fields = [(i, c) for i, c in zip(endpoint.inputs, components, strict=True) if i.kind != "weights"]
-    if not calls or not fields:
+    filled = [f for f in fields if f.input.kind != "weights"]
+    if not calls or not filled:
         return
-    rows = [[field_value(i, call.arguments[i.name]) for i, _ in fields] for call in calls]
-    ui.serve_static([REPO_ROOT / call.arguments[i.name] for call in calls for i, _ in fields
-                     if i.kind == "file" and call.arguments[i.name]])
+    rows = [[value for f in filled for value in f.fill(call.arguments[f.input.name])] for call in calls]
+    ui.serve_static([REPO_ROOT / call.arguments[f.input.name] for call in calls for f in filled
+                     if f.input.kind == "file" and call.arguments[f.input.name]])
     dataset = gr.Dataset(components=[gr.Textbox(visible=False)], samples=[[call.label] for call in calls],
                          label="Examples", type="index", samples_per_page=len(calls))
-    dataset.click(lambda index: rows[index], dataset, [c for _, c in fields], api_visibility="private", queue=False)
+    dataset.click(lambda index: rows[index], dataset, [c for f in filled for c in f.components],
+                  api_visibility="private", queue=False)
 
 
-def field_value(i: Input, value: Any) -> Any:
-    """A call's value as the form's field shows it: a file as its path, records as the JSON box's text, an optional
-    number with no value as an empty box."""
-    if i.kind == "file" and value:
-        return str(REPO_ROOT / value)
-    if i.kind == "records":
-        return i.as_text(value)
-    if i.kind in ("integer", "number") and i.default is None and not i.required:
-        return "" if value is None else str(value)
-    return value
-
-
-def component(i: Input) -> gr.components.Component:
-    """The input's form field, labelled with its public name and described by its declaration."""
+def field(i: Input, defaults: dict[str, Any]) -> Field:
+    """The input's form field, with the page's label and help line (``Input.page_label``, ``page_help``), and what
+    a click on an example puts in it."""
     value = i.example if i.required else i.default
-    common = {"label": i.name, "info": i.description[:1].upper() + i.description[1:]}
+    common = {"label": i.page_label, "info": i.page_help}
     if i.kind == "text":
-        return gr.Textbox(value=value, max_length=i.max_length, lines=1 if (i.max_length or 0) <= 200 else 3, **common)
-    if i.kind in ("integer", "number") and i.default is None and not i.required:
-        # A number box cannot be empty (it sends 0); where "no value" means something, a text box that may be
-        return gr.Textbox(value="", placeholder="empty: none", **common)
+        lines = 6 if i.multiline else 1 if (i.max_length or 0) <= 200 else 3
+        box = gr.Textbox(value=value, max_length=i.max_length, lines=lines, max_lines=30 if i.multiline else lines,
+                         **common)
+        return Field(i, (box,), lambda text: text, lambda v: (v,))
+    optional = i.kind in ("integer", "number") and i.default is None and not i.required
+    if optional and i.switch:  # "Show a timeline" and its number: off sends null
+        with gr.Row(equal_height=True):
+            on = gr.Checkbox(False, label=i.switch, scale=1, min_width=160)
+            number = gr.Number(value=i.example if i.example is not None else i.minimum, minimum=i.minimum,
+                               maximum=i.maximum, precision=0 if i.kind == "integer" else None, scale=2, **common)
+        return Field(i, (on, number), lambda on, n: page_number(i, n, defaults) if on else None,
+                     lambda v: (False, gr.skip()) if v is None else (True, v))
+    if optional:  # no switch declared: a box that may stay empty (a number box cannot: it sends 0)
+        box = gr.Textbox(value="", placeholder="leave empty to leave it out", **common)
+        return Field(i, (box,), lambda text: page_number(i, text, defaults), lambda v: ("" if v is None else str(v),))
     if i.kind in ("integer", "number"):
-        whole = 0 if i.kind == "integer" else None
-        return gr.Number(value=value, minimum=i.minimum, maximum=i.maximum, precision=whole, **common)
+        number = gr.Number(value=value, minimum=i.minimum, maximum=i.maximum,
+                           precision=0 if i.kind == "integer" else None, **common)
+        return Field(i, (number,), lambda n: page_number(i, n, defaults), lambda v: (v,))
     if i.kind == "boolean":
-        return gr.Checkbox(value=bool(value), **common)
+        return Field(i, (gr.Checkbox(value=bool(value), **common),), lambda v: v, lambda v: (bool(v),))
     if i.kind == "choice":
-        return gr.Dropdown(list(i.choices), value=value, **common)
+        return Field(i, (gr.Dropdown(i.page_choices, value=value, **common),), lambda v: v, lambda v: (v,))
+    if i.kind == "choices":
+        group = gr.CheckboxGroup(i.page_choices, value=list(value or ()), **common)
+        return Field(i, (group,), lambda v: list(v or ()), lambda v: (list(v or ()),))
     gr.Markdown(common["info"])  # gr.File, gr.Audio and gr.Code take no info line
-    if i.media == "audio":  # a waveform, a player, and the microphone
-        return gr.Audio(sources=["upload", "microphone"], type="filepath", label=i.name)
-    if i.kind in ("file", "files"):
-        return gr.File(file_count="single" if i.kind == "file" else "multiple", label=i.name)
-    return gr.Code(i.as_text(value), language="json", label=i.name)  # records: one a line
+    if i.kind == "file":
+        upload = gr.Audio(sources=["upload", "microphone"], type="filepath", label=i.page_label) \
+            if i.media == "audio" else gr.File(file_count="single", label=i.page_label)  # audio: a waveform, the mic
+        return Field(i, (upload,), lambda v: v, lambda v: (str(REPO_ROOT / v) if v else None,))
+    if i.kind == "files":
+        return Field(i, (gr.File(file_count="multiple", label=i.page_label),), lambda v: v,
+                     lambda v: ([str(REPO_ROOT / p) for p in v or ()],))
+    code = gr.Code(i.as_text(value), language="json", label=i.page_label)  # records: one a line
+    return Field(i, (code,), lambda text: i.from_text(text) if isinstance(text, str) else text,
+                 lambda v: (i.as_text(v),))
 
 
-def page_value(i: Input, value: Any, defaults: dict[str, Any]) -> Any:
-    """A form field's value as the API call would send it: records parsed from the JSON box, a number box left empty
-    as the input's default, an uploaded file as the file reference Gradio checked it to be (the form's events skip
-    Gradio's preprocessing, which opens files with libraries that fail in unreadable ways)."""
-    if i.kind in ("records", "integer", "number") and isinstance(value, str):  # a JSON box, an optional number
-        return i.from_text(value)
-    if i.kind in ("integer", "number") and value is None and not i.required:
-        return defaults.get(i.name)
-    return value
+def page_number(i: Input, value: Any, defaults: dict[str, Any]) -> Any:
+    """A number field's value as the API call would send it: a box's text read as a number (empty: the default)."""
+    if isinstance(value, str):
+        value = i.from_text(value)
+    return defaults.get(i.name) if value is None and not i.required else value

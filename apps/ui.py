@@ -231,7 +231,8 @@ def _annotation(i: Input) -> Any:
     """The Python type Gradio reads an input's JSON schema from (the API page's, gradio_client's, MCP's)."""
     kinds = {"text": str, "integer": int, "number": float, "boolean": bool, "weights": str, "records": list[dict],
              "file": gr.FileData, "files": list[gr.FileData]}
-    kind = Literal[i.choices] if i.kind == "choice" else kinds[i.kind]  # type: ignore[valid-type]
+    kind = Literal[i.choices] if i.kind == "choice" else list[Literal[i.choices]] if i.kind == "choices" \
+        else kinds[i.kind]  # type: ignore[valid-type]
     return kind | None if i.default is None and i.kind != "weights" else kind
 
 

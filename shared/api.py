@@ -27,7 +27,8 @@ if TYPE_CHECKING:
 REQUIRED = inspect.Parameter.empty
 # What an input holds, as JSON: text, a number (``integer``: whole), true or false, one of ``choices``, a weight set's
 # name (its default chosen at run time from ``preference``), one uploaded file or a list of them, a list of objects.
-KINDS = ("text", "integer", "number", "boolean", "choice", "weights", "file", "files", "records")
+# ``choices``: some of ``choices``, as a list (a text of comma-separated choices is read as that list).
+KINDS = ("text", "integer", "number", "boolean", "choice", "choices", "weights", "file", "files", "records")
 MEDIA = ("", "audio")  # what a file input holds, where a page can do more with it than with any file
 WORK = ("model", "bounded", "light")  # a model's queue (and GPU slot), the bounded workers, or neither
 
@@ -40,12 +41,20 @@ class Input:
     default: Any = REQUIRED
     minimum: float | None = None  # integer, number
     maximum: float | None = None
-    max_length: int | None = None  # text: characters
+    max_length: int | None = None  # text (choices given as text): characters
     choices: tuple[str, ...] = ()  # choice
     preference: tuple[str, ...] = ()  # weights: the default is the first of these that is on the server
     argument: str = ""  # the demo's check's name for this input, where it differs ("molecule" for "smiles")
     example: Any = None  # an honest value: the docs' and the generated tests'
     media: str = ""  # file: what it holds ("audio": a page records it too and draws its waveform), "" for any file
+    # For a page, where the API's words would not do (a page never shows ``description``'s API terms: null, "",
+    # data URI): its label and help line; what a page shows for each choice; an optional number's on/off switch
+    # (off sends null); a text box of several lines for code or a molecule file.
+    label: str = ""  # default: the name in words ("window" -> "Window")
+    help: str = ""  # default: the description
+    choice_labels: tuple[str, ...] = ()  # choice, choices: one per choice ("Key (GS)"); default: the choices
+    switch: str = ""  # an optional number: "Show a timeline"
+    multiline: bool = False  # text
 
     def __post_init__(self):
         if self.kind not in KINDS:
@@ -54,6 +63,28 @@ class Input:
             raise ValueError(f"input {self.name!r}: a number input declares its minimum")
         if self.media not in MEDIA or (self.media and self.kind != "file"):
             raise ValueError(f"input {self.name!r}: media is one of {MEDIA[1:]}, for a file input")
+        if self.choice_labels and len(self.choice_labels) != len(self.choices):
+            raise ValueError(f"input {self.name!r}: one choice label per choice")
+        if self.switch and not (self.kind in ("integer", "number") and self.default is None):
+            raise ValueError(f"input {self.name!r}: a switch is for an optional number (default None)")
+        if self.multiline and self.kind != "text":
+            raise ValueError(f"input {self.name!r}: multiline is for a text input")
+
+    @property
+    def page_label(self) -> str:
+        """What a page calls it: ``label``, else the name in words."""
+        return self.label or self.name.replace("_", " ").capitalize()
+
+    @property
+    def page_help(self) -> str:
+        """A page's help line: ``help``, else the description, as a sentence."""
+        text = self.help or self.description
+        return text[:1].upper() + text[1:]
+
+    @property
+    def page_choices(self) -> list[tuple[str, str]]:
+        """(what a page shows, the value) for each choice."""
+        return list(zip(self.choice_labels or self.choices, self.choices, strict=True))
 
     @property
     def required(self) -> bool:
@@ -71,6 +102,8 @@ class Input:
             return f"at most {self.max_length:,} characters"
         if self.kind == "choice":
             return "one of " + ", ".join(f'"{c}"' for c in self.choices)
+        if self.kind == "choices":
+            return "a list of some of " + ", ".join(f'"{c}"' for c in self.choices)
         return ""
 
     def from_text(self, text: str) -> Any:
@@ -114,6 +147,20 @@ class Input:
             if self.kind == "choice" and value not in self.choices:
                 raise UserInputError(f"{self.name} must be {self.limits_text()}; got {value!r:.40}.",
                                      argument=self.name)
+        elif self.kind == "choices":
+            if isinstance(value, str):  # comma-separated choices, as raw callers wrote them before this was a list
+                if self.max_length is not None and len(value) > self.max_length:
+                    raise UserInputError(f"{self.name} is {len(value):,} characters long; the limit is "
+                                         f"{self.max_length:,} characters.", argument=self.name)
+                return  # the names: the demo's check
+            if not isinstance(value, list | tuple) or not all(isinstance(item, str) for item in value):
+                raise UserInputError(f"{self.name} must be a list of names, not {kind_of(value)}.", argument=self.name)
+            if not value:
+                raise UserInputError(f"Choose at least one of {self.name}.", argument=self.name)
+            unknown = [item for item in value if item not in self.choices]
+            if unknown:
+                raise UserInputError(f"{self.name} has {unknown[0]!r:.40}, which is not one of them: each must be "
+                                     f"one of {', '.join(self.choices)}.", argument=self.name)
         elif self.kind == "boolean":
             if not isinstance(value, bool):
                 raise UserInputError(f"{self.name} must be true or false, not {kind_of(value)}.", argument=self.name)
@@ -245,6 +292,8 @@ def _shown(value: Any) -> str:
         return "null"
     if isinstance(value, str):
         return f'"{value}"'
+    if isinstance(value, list | tuple):
+        return json.dumps(list(value))
     return f"{value:,}" if isinstance(value, int) and not isinstance(value, bool) else str(value)
 
 
@@ -262,7 +311,8 @@ def reference(endpoints_by_demo: dict[str, Sequence[Endpoint]]) -> str:
             out += [f"#### `/{endpoint.name}` ({demo_id})", "", endpoint.summary, "",
                     "| input | kind | required | limits | description |", "|---|---|---|---|---|"]
             for i in endpoint.inputs:
-                default = "yes" if i.required else f"no (default {_shown(i.default)})"
+                default = "yes" if i.required else "no (default: all)" if i.kind == "choices" and \
+                    tuple(i.default) == i.choices else f"no (default {_shown(i.default)})"
                 if i.kind == "weights" and not i.required:
                     default = "no (default: the server's first of " + ", ".join(i.preference) + ")"
                 out.append(f"| `{i.name}` | {i.kind} | {default} | {i.limits_text() or '—'} | "

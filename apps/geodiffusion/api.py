@@ -30,6 +30,9 @@ LAYOUT_TEXT = (f"the layout as JSON text in the official format, e.g. {json.dump
                "back right), timeofday (daytime, night) and weather (sunny, rain) apply to the nuImages checkpoints; "
                "at most 22 boxes (nuImages) or 18 (COCO-Stuff)")
 CHECKPOINTS = "the checkpoint (only those whose weights are on this server can run)"
+PAGE_LAYOUT = ("The boxes to draw, as the official layouts write them: each box is [label, x1, y1, x2, y2], corners as "
+               "fractions of the image (0 to 1, top-left then bottom-right), labels from the checkpoint's classes; "
+               "nuImages layouts also name a camera, a time and the weather.")
 
 ENDPOINTS = (
     Endpoint(
@@ -38,21 +41,28 @@ ENDPOINTS = (
                 "Diffusion reading the boxes as location tokens); needs the checkpoint's weights.",
         inputs=(
             Input("layout_json", "text", LAYOUT_TEXT, max_length=MAX_LAYOUT_CHARS, argument="layout",
-                  example=json.dumps(LAYOUT)),
+                  example=json.dumps(LAYOUT), label="Layout", multiline=True, help=PAGE_LAYOUT),
             Input("checkpoint", "weights", CHECKPOINTS, example="nuimages-256x256"),
             Input("seed", "integer", "random seed (same seed, same image)", default=0, minimum=0, maximum=MAX_SEED,
                   example=0),
             Input("steps", "integer", "denoising steps; null: the checkpoint's (100 nuImages, 50 COCO-Stuff), or "
                   f"{FAST_SAMPLING_STEPS} with sampler \"fast\"", default=None, minimum=1, maximum=MAX_STEPS,
-                  argument="num_inference_steps", example=2),
+                  argument="num_inference_steps", example=2, label="Denoising steps",
+                  help=f"Leave empty for the checkpoint's own (100 nuImages, 50 COCO-Stuff; {FAST_SAMPLING_STEPS} "
+                       f"with fast sampling)."),
             Input("cfg", "number", "classifier-free guidance scale; null: the checkpoint's (5.0 nuImages, 4.0 or 4.5 "
                   "COCO-Stuff)", default=None, minimum=0.0, maximum=MAX_GUIDANCE, argument="guidance_scale",
-                  example=5.0),
+                  example=5.0, label="Guidance scale",
+                  help="Classifier-free guidance; leave empty for the checkpoint's own (5.0 nuImages, 4.0 or 4.5 "
+                       "COCO-Stuff)."),
             Input("sampler", "choice", "\"default\" (the checkpoint's official scheduler: PNDM for nuImages, "
                   "DPM-Solver++ for COCO-Stuff) or \"fast\" (DPM-Solver++, "
                   f"{FAST_SAMPLING_STEPS} steps unless steps are given: 2.4x (COCO-Stuff) to 4.8x (nuImages) less "
                   "time per image on the CPU; the same seed gives a different image than the official one's)",
-                  default="default", choices=("default", "fast"), example="default"),
+                  default="default", choices=("default", "fast"), example="default",
+                  choice_labels=("The checkpoint's official sampler", f"Fast sampling ({FAST_SAMPLING_STEPS} steps)"),
+                  help="Fast sampling takes 2.4x to 4.8x less time on a CPU; the same seed then gives another image "
+                       "than the paper's sampler."),
         ),
         returns='{"images": [one PNG data URL], "prompt", "layout" (official format), "seed", "num_inference_steps", '
                 '"guidance_scale", "epsilon_scaling" (null), "dropped_boxes" (indices of boxes CLIP\'s 77 tokens '
@@ -67,7 +77,8 @@ ENDPOINTS = (
         inputs=(
             Input("layout_json", "text", "the layout as JSON text, in the same format as generate's, e.g. "
                   f"{json.dumps(LAYOUT)} (boxes [label, x1, y1, x2, y2], coordinates fractions in [0, 1])",
-                  max_length=MAX_LAYOUT_CHARS, argument="layout", example=json.dumps(LAYOUT)),
+                  max_length=MAX_LAYOUT_CHARS, argument="layout", example=json.dumps(LAYOUT), label="Layout",
+                  multiline=True, help=PAGE_LAYOUT),
             Input("checkpoint", "weights", "the checkpoint whose generation config sets the prompt template, the "
                   "location-token grid and the classes", default=None, preference=tuple(KNOWN_CONFIGS)[:1],
                   example="nuimages-256x256"),

@@ -20,12 +20,19 @@ ENDPOINTS = (
         inputs=(
             Input("audio", "file", f"the music (WAV, FLAC, OGG or MP3; mono or stereo, 8 to 96 kHz; the first "
                   f"{MAX_ANALYSED_SECONDS // 60} minutes are analysed); over MCP send it as a data URI",
-                  example="apps/mert/examples/piano-scale.flac", media="audio"),
-            Input("tasks", "text", f"comma-separated task names, \"\" for all: {TASKS}", default="",
-                  max_length=300, example="GS, MTGGenre"),
+                  example="apps/mert/examples/piano-scale.flac", media="audio", label="Music",
+                  help=f"Upload a recording or record one: WAV, FLAC, OGG or MP3, 8 to 96 kHz; the first "
+                       f"{MAX_ANALYSED_SECONDS // 60} minutes are described."),
+            Input("tasks", "choices", f"the task names to run (a list; text with commas is read as one; all ten when "
+                  f"left out): {TASKS}", default=tuple(BEST_LAYER), choices=tuple(BEST_LAYER), max_length=300,
+                  example=["GS", "MTGGenre"], label="What to describe",
+                  choice_labels=tuple(TITLES[name] for name in BEST_LAYER),
+                  help="Each is one of the paper's probing heads on MERT's layers."),
             Input("window", "number", "seconds per window of the timeline (the top label of each task per window); "
                   "null: no timeline", default=None, minimum=checks.MIN_WINDOW, maximum=checks.MAX_WINDOW,
-                  example=5),
+                  example=5, label="Seconds per window", switch="Show a timeline",
+                  help=f"The timeline names each task's top label window by window "
+                       f"({checks.MIN_WINDOW:g} to {checks.MAX_WINDOW:g} s)."),
         ),
         returns='{"results": [{"task", "title", "labels": [{"name", "score"}] (top 5, softmax scores as the official '
                 'Space shows them; EMO: arousal and valence values)}], "windows": [{"start", "end", "top": {task: '
@@ -35,9 +42,9 @@ ENDPOINTS = (
         view="apps.mert.api:as_report",
         examples=(  # clips synthesised by apps/mert/examples.py: no recorded music
             Example("Piano-like scale, key and pitch over time", {
-                "audio": "apps/mert/examples/piano-scale.flac", "tasks": "GS, NSynthP, NSynthI", "window": 2}),
+                "audio": "apps/mert/examples/piano-scale.flac", "tasks": ["GS", "NSynthP", "NSynthI"], "window": 2}),
             Example("Drum pattern, genre and instruments", {
-                "audio": "apps/mert/examples/drum-pattern.flac", "tasks": "MTGGenre, MTGInstrument, MTGMood"}),
+                "audio": "apps/mert/examples/drum-pattern.flac", "tasks": ["MTGGenre", "MTGInstrument", "MTGMood"]}),
             Example("Sine chord, all ten tasks", {"audio": "apps/mert/examples/sine-chord.flac"}),
         ),
     ),

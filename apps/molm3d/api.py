@@ -13,6 +13,7 @@ from shared.context import DemoContext
 from shared.errors import UserInputError
 
 SMILES = "the molecule as a SMILES string (or an SDF/MOL block as text), 1 to 256 heavy atoms"
+PAGE_SMILES = "The molecule as a SMILES string, or paste an SDF/MOL block (1 to 256 heavy atoms)."
 
 ENDPOINTS = (
     Endpoint(
@@ -20,14 +21,20 @@ ENDPOINTS = (
         summary="Ask 3D-MoLM (Llama-2-7B reading a 3D molecule encoder) about a molecule; needs its ~14 GB of "
                 "weights.",
         inputs=(
-            Input("smiles", "text", SMILES, argument="molecule", example="CCO"),
+            Input("smiles", "text", SMILES, argument="molecule", example="CCO", label="SMILES", multiline=True,
+                  help=PAGE_SMILES),
             Input("question", "text", "a free question (the model reads the first 64 characters), or a task name: "
                   "'caption', 'molecular_weight', 'logp', 'tpsa', 'complexity', 'homo', 'lumo', 'homo_lumo_gap', "
                   "'scf_energy'; \"\" asks for a description", default="", max_length=MAX_QUESTION_CHARS,
-                  example="molecular weight"),
+                  example="molecular weight",
+                  help="Your question (3D-MoLM reads its first 64 characters), or a property to ask for: molecular "
+                       "weight, LogP, TPSA, complexity, HOMO, LUMO, HOMO-LUMO gap, SCF energy. Leave it empty for a "
+                       "description of the molecule."),
             Input("decoding", "choice", '"official": five beams, as the paper\'s evaluation; "fast": greedy (one '
                   'beam), about a fifth of the work per new word on a CPU, and the answer may differ',
-                  default="official", choices=("official", "fast"), example="fast"),
+                  default="official", choices=("official", "fast"), example="fast",
+                  choice_labels=("Official: five beams, as in the paper", "Fast: one beam, about 5x less work"),
+                  help="Fast decoding may give a different answer."),
         ),
         returns='{"smiles", "task", "instruction", "prompt", "text" (the answer), "value" and "unit" (the number read '
                 'from it, property tasks), "reference" (RDKit\'s value where it computes one), "notes", "difference"}',
@@ -40,9 +47,10 @@ ENDPOINTS = (
                 "weights.",
         inputs=(
             Input("smiles", "text", SMILES + ', e.g. "CC(=O)Oc1ccccc1C(=O)O"', argument="molecule",
-                  example="CC(=O)Oc1ccccc1C(=O)O"),
+                  example="CC(=O)Oc1ccccc1C(=O)O", label="SMILES", multiline=True, help=PAGE_SMILES),
             Input("seed", "integer", "the ETKDG embedding seed (same seed, same conformer)", default=DEFAULT_SEED,
-                  minimum=0, maximum=MAX_SEED, example=7),
+                  minimum=0, maximum=MAX_SEED, example=7, label="Conformer seed",
+                  help="The same seed gives the same 3D conformer."),
         ),
         returns='{"smiles", "canonical_smiles", "formula", "num_atoms" (with hydrogens), "num_heavy_atoms", '
                 '"properties": [{"key", "name", "unit", "value", "method"}] (molecular weight g/mol, LogP, TPSA Å² '

@@ -23,7 +23,7 @@ ENDPOINTS = (
                   "official ones only where the operator has downloaded them)",
                   default=None, preference=actions.PRAGMATIC_PREFERENCE, example="tiny-pragmatic"),
             Input("k", "integer", "how many guesses to return", default=actions.SHOWN, minimum=1, maximum=checks.MAX_K,
-                  example=3),
+                  example=3, label="Guesses", help=f"How many guesses to show, best first (1 to {checks.MAX_K})."),
         ),
         returns='{"weights", "examples", "candidates": [{"program", "logprob", "probability", "matches", "count"}] '
                 'best first (matches: whether the program matches each example), "n_samples", "n_consistent", '

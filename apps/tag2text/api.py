@@ -9,10 +9,13 @@ from shared.context import DemoContext
 from shared.uploads import api_file, api_files
 
 THRESHOLD = Input("threshold", "number", "a tag is kept when its score is above this (person, man and woman keep "
-                  "0.7)", default=actions.DEFAULT_THRESHOLD, minimum=0.0, maximum=1.0, example=0.68)
+                  "0.7)", default=actions.DEFAULT_THRESHOLD, minimum=0.0, maximum=1.0, example=0.68,
+                  label="Tag threshold")
 USER_TAGS = Input("user_tags", "text", "optional comma-separated tags that replace the recognised ones for the "
                   "caption (\"\" captions from the recognised tags)", default="", max_length=MAX_USER_TAG_CHARS,
-                  example="")
+                  example="", label="Your tags for the caption",
+                  help="Optional, comma-separated: the caption is written from these instead of the recognised tags; "
+                       "leave empty to caption from the recognised ones.")
 RESULT = '{"name", "tags": [{"index", "name", "score"}], "caption", "user_tags", "caption_tags"}'
 
 ENDPOINTS = (
@@ -23,7 +26,7 @@ ENDPOINTS = (
             Input("image", "file", "the image (JPEG, PNG, WebP, BMP, GIF or TIFF; at most 25 MB by default and 50 "
                   'megapixels); over MCP send it as a data URI ("data:image/png;base64,..."); a web address '
                   "(http/https) is refused unless the operator started the hub with --allow-url-inputs",
-                  argument="images"),
+                  argument="images", help="JPEG, PNG, WebP, BMP, GIF or TIFF, at most 25 MB and 50 megapixels."),
             THRESHOLD,
             USER_TAGS,
         ),
@@ -38,7 +41,9 @@ ENDPOINTS = (
         inputs=(
             Input("files", "files", "image files and/or zip archives of images, at most 64 images and 250 "
                   'megapixels in all; over MCP send each as a data URI ("data:image/png;base64,..."); web '
-                  "addresses only where the operator allows them (--allow-url-inputs)", argument="images"),
+                  "addresses only where the operator allows them (--allow-url-inputs)", argument="images",
+                  label="Images or zip archives",
+                  help="Several images and/or zip archives of images: at most 64 images and 250 megapixels in all."),
             THRESHOLD,
             USER_TAGS,
         ),

@@ -137,6 +137,17 @@ MUTANTS = (
     Mutant("smiles-read-as-markdown", "a typed SMILES is shown as written, never read as Markdown (docs/demos.md, "
            "3D-MoLM)", "apps/molm3d/views.py", 'lines = [f"**{text(conf.smiles[:120])}**:',
            'lines = [f"**{conf.smiles[:120]}**:', ("tests/hub/test_text.py",)),
+    Mutant("pages-show-the-api-description", "no page shows the API's words: null, \"\", data URI "
+           "(docs/adding-a-demo.md)",
+           "shared/api.py", "        text = self.help or self.description\n", "        text = self.description\n",
+           ("tests/hub/test_page_words.py",)),
+    Mutant("streamlit-multiline-on-one-line", "a multiline input keeps its lines on the Streamlit form "
+           "(docs/adding-a-demo.md)", "apps/streamlit_forms.py", "        if i.multiline:", "        if False:",
+           ("tests/streamlit/test_streamlit_hub.py::test_a_multiline_input_keeps_its_lines",)),
+    Mutant("example-leaves-the-switch", "an example click sets every field of a generated form (docs/adding-a-demo.md)",
+           "apps/forms.py", "lambda v: (False, gr.skip()) if v is None else (True, v)",
+           "lambda v: (gr.skip(), gr.skip()) if v is None else (True, v)",
+           ("tests/browser/test_forms.py::test_mert_page_reads_like_a_hand_made_one_and_its_examples_fill_every_field",)),
     Mutant("mert-embedding-averaged-in", "MERT matches the Space's own inference bit for bit (docs/demos.md, MERT)",
            "apps/mert/model.py", "    return torch.stack(out.hidden_states[1:], dim=1).mean(dim=2)",
            "    return (torch.stack(out.hidden_states[1:], dim=1) + out.hidden_states[0][:, None]).mean(dim=2)",

@@ -188,6 +188,8 @@ def outside_limits(i: Input) -> list[tuple[str, object]]:
         return [("over-max-length", "x" * (i.max_length + 1))] + wrong_kind
     if i.kind == "choice":
         return [("not-a-choice", "no-such-choice")] + wrong_kind
+    if i.kind == "choices":
+        return [("not-a-choice", ["no-such-choice"]), ("none-chosen", []), ("wrong-kind", 42)]
     if i.kind == "weights":
         return [("unknown-weights", "no-such-weights")] + wrong_kind
     if i.kind == "records":

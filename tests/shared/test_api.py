@@ -4,6 +4,8 @@ call passes its checks (so the docs' reference and the generated tests start fro
 
 from __future__ import annotations
 
+import re
+
 import pytest
 from PIL import Image
 
@@ -171,3 +173,40 @@ def test_a_forms_text_field_becomes_what_an_api_call_sends(declared, text, value
 def test_broken_json_in_a_form_is_a_sentence_naming_the_input():
     with pytest.raises(UserInputError, match=r"^e is not valid JSON \(Expecting ',' delimiter at character 4\)\.$"):
         Input("e", "records", "examples").from_text('[{} {}]')
+
+
+TASKS = Input("tasks", "choices", "task names", default=("GS", "EMO"), choices=("GS", "EMO"), max_length=20,
+              choice_labels=("Key", "Emotion"), label="What to describe")
+
+
+@pytest.mark.parametrize("value", [["GS"], ("GS", "EMO"), "GS, EMO", ""])
+def test_a_choices_input_takes_a_list_of_its_choices_or_their_text(value):
+    TASKS.check(value)  # text: the demo's own check reads the names
+
+
+@pytest.mark.parametrize("value, message", [
+    ([], "Choose at least one of tasks."), (["GS", "Tempo"], "tasks has 'Tempo', which is not one of them"),
+    ([3], "tasks must be a list of names"), (7, "tasks must be a list of names"),
+    ("GS, " * 10, "tasks is 40 characters long; the limit is 20 characters."),
+])
+def test_a_choices_input_refuses_what_is_not_some_of_its_choices(value, message):
+    with pytest.raises(UserInputError, match=re.escape(message)) as refused:
+        TASKS.check(value)
+    assert refused.value.argument == "tasks"
+
+
+def test_page_words_default_to_the_api_words_in_sentence_form():
+    plain = Input("num_samples", "integer", "samples per listener", default=10, minimum=1)
+    assert (plain.page_label, plain.page_help) == ("Num samples", "Samples per listener")
+    assert (TASKS.page_label, TASKS.page_choices) == ("What to describe", [("Key", "GS"), ("Emotion", "EMO")])
+
+
+@pytest.mark.parametrize("declaration, message", [
+    (dict(kind="choices", choices=("a", "b"), choice_labels=("A",)), "one choice label per choice"),
+    (dict(kind="integer", minimum=1, default=3, switch="Use it"), "a switch is for an optional number"),
+    (dict(kind="integer", minimum=1, switch="Use it"), "a switch is for an optional number"),
+    (dict(kind="number", minimum=1, multiline=True), "multiline is for a text input"),
+])
+def test_page_words_that_cannot_apply_are_refused_when_declared(declaration, message):
+    with pytest.raises(ValueError, match=message):
+        Input("x", description="x", **declaration)

@@ -207,6 +207,11 @@ def test_progress_moves_with_the_pipelines_callback():
     assert bar.value == 75 and "3/4" in bar.proto.text
 
 
+def run_button(at):
+    """A generated form's Run button (its example buttons come first)."""
+    return next(b for b in at.button if b.label == "Run")
+
+
 def declared_form_app():
     """A demo's Streamlit page made from its declarations (apps/streamlit_forms.py), here PraX's."""
     from apps import streamlit_forms
@@ -219,13 +224,13 @@ def test_the_form_made_from_the_declarations_refuses_a_mistake_and_runs_the_fix(
     the API call: broken JSON is a sentence naming the input, the fixed examples answer the listener's guesses."""
     at = AppTest.from_function(declared_form_app, default_timeout=120).run()
     assert not at.exception
-    examples = next(t for t in at.text_area if t.label == "examples")
+    examples = next(t for t in at.text_area if t.label == "Examples")
     examples.set_value('[{"string": "ab1", "label": "+"}')  # a form's fields count when it is submitted
-    at.button[0].click().run()
+    run_button(at).click().run()
     assert [e.value for e in at.error] == ["examples is not valid JSON (Expecting ',' delimiter at character 32)."]
-    next(t for t in at.text_area if t.label == "examples").set_value(
+    next(t for t in at.text_area if t.label == "Examples").set_value(
         '[{"string": "ab1", "label": "+"}, {"string": "ab", "label": "-"}]')
-    at.button[0].click().run()
+    run_button(at).click().run()
     assert not at.exception and [e.value for e in at.error] == []
     answer = at.json[0].value
     assert '"candidates"' in answer and '"ab1"' in answer
@@ -244,8 +249,49 @@ def test_a_one_function_form_renders_its_fields_and_says_what_is_missing(offline
     monkeypatch.setenv("DEMOHUB_CHECKPOINTS", str(tmp_path / "none"))  # whatever an earlier test put there
     at = AppTest.from_function(declared_mert_form_app, default_timeout=120).run()
     assert not at.exception, at.exception
-    assert [t.label for t in at.text_input] == ["tasks"] and [n.label for n in at.number_input] == ["window"]
+    assert [m.label for m in at.multiselect] == ["What to describe"] and len(at.multiselect[0].value) == 10
+    assert [n.label for n in at.number_input] == ["Seconds per window"] and at.toggle[0].label == "Show a timeline"
     assert any("'music-descriptor'" in w.value and "not on this server" in w.value for w in at.warning), \
         [w.value for w in at.warning]
-    at.button[0].click().run()
+    run_button(at).click().run()
     assert not at.exception and any("No audio" in e.value for e in at.error), [e.value for e in at.error]
+
+
+def test_a_generated_forms_example_click_fills_every_field(offline, pool, tmp_path, monkeypatch):
+    """MERT's examples as buttons: each click sets every field it names and puts the others back to their defaults
+    (the sine chord's "all ten tasks" ticks all ten, its timeline off); the example's file is sent when none is
+    uploaded (without weights the answer is the weights' sentence, not "no audio")."""
+    monkeypatch.setenv("DEMOHUB_CHECKPOINTS", str(tmp_path / "none"))
+    at = AppTest.from_function(declared_mert_form_app, default_timeout=120).run()
+    next(b for b in at.button if b.label.startswith("Piano-like scale")).click().run()
+    assert at.multiselect[0].value == ["GS", "NSynthP", "NSynthI"]
+    assert at.toggle[0].value is True and at.number_input[0].value == 2.0
+    assert any("piano-scale.flac" in c.value for c in at.caption), [c.value for c in at.caption]
+    next(b for b in at.button if b.label == "Sine chord, all ten tasks").click().run()
+    assert len(at.multiselect[0].value) == 10 and at.toggle[0].value is False
+    assert any("sine-chord.flac" in c.value for c in at.caption)
+    run_button(at).click().run()
+    assert not at.exception
+    assert [e.value for e in at.error] and not any("No audio" in e.value for e in at.error), \
+        [e.value for e in at.error]
+
+
+def declared_molm3d_form_app():
+    from apps import streamlit_forms
+
+    streamlit_forms.render("molm3d")
+
+
+def test_a_multiline_input_keeps_its_lines(offline, pool):
+    """3D-MoLM's SMILES input is declared multiline: its form field is a text area, and a MOL block pasted there
+    arrives with its lines (a one-line box joined them, which no molecule parser reads)."""
+    from rdkit import Chem
+
+    block = Chem.MolToMolBlock(Chem.MolFromSmiles("CCO"))
+    at = AppTest.from_function(declared_molm3d_form_app, default_timeout=120).run()
+    smiles = [t for t in at.text_area if t.label == "SMILES"]
+    assert len(smiles) == 2, [t.label for t in at.text_area]  # ask and molecule properties
+    smiles[1].set_value(block)
+    [b for b in at.button if b.label == "Run"][1].click().run()
+    assert not at.exception and [e.value for e in at.error] == []
+    assert '"C2H6O"' in at.json[-1].value
