@@ -21,7 +21,7 @@ os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
 
 import gradio as gr  # noqa: E402
 
-from apps import DEMOS, gradio_internals, serving, ui  # noqa: E402
+from apps import DEMOS, gradio_internals, serving, ui, views  # noqa: E402
 from apps import catalog as papers  # noqa: E402
 from apps.settings import ServeSettings, add_arguments, from_args  # noqa: E402
 from apps.ui import look, notice  # noqa: E402
@@ -84,22 +84,8 @@ def card_html(page: PageResult, downloads: bool = False) -> str:
         state = weights.summary(demo, downloads)
     else:
         state = {"coming-soon": "Coming soon.", "error": "Failed to load; the rest of the hub works."}[page.status]
-    return (
-        f'<div class="demo-card" data-demo="{demo.id}"><a class="demo-preview" href="/{demo.id}" tabindex="-1" '
-        f'aria-hidden="true">{_preview(demo) if page.status == "ready" else ""}</a>'
-        f'<h3><a href="/{demo.id}">{html.escape(demo.title)}</a></h3><p>{html.escape(demo.tagline)}</p>'
-        f'<p><a href="{p.url}">Paper</a> · <a href="{p.code_url}">Official code</a></p>'
-        f'<p class="state">{html.escape(state)}</p></div>'
-    )
-
-
-def _preview(demo: Demo) -> str:
-    """The demo's declared picture; a failure leaves the box empty (and the log says why), never the card."""
-    try:
-        return demo.preview_html()
-    except Exception:
-        log.warning("the %s card's preview failed", demo.id, exc_info=True)
-        return ""
+    return views.demo_card(demo.id, demo.title, demo.tagline, p.url, p.code_url, state,
+                           views.preview_of(demo) if page.status == "ready" else "", f"/{demo.id}")
 
 
 def catalog_html(entries: list[papers.CatalogEntry]) -> str:

@@ -7,6 +7,7 @@ Run with ``demohub serve --streamlit`` (or ``streamlit run apps/streamlit_hub.py
 
 from __future__ import annotations
 
+import base64
 import sys
 from pathlib import Path
 
@@ -14,7 +15,7 @@ import streamlit as st
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # `streamlit run` puts only apps/ on the path
 
-from apps import DEMOS, catalog  # noqa: E402
+from apps import DEMOS, catalog, views  # noqa: E402
 from apps.settings import from_env  # noqa: E402
 from shared import weights  # noqa: E402
 
@@ -27,13 +28,14 @@ ICON = ":material/science:"
 def landing() -> None:
     st.title("Paper Demo Hub")
     st.write("Try ICLR 2024 papers hands-on, on their official weights. Pick a demo, or browse the catalog below.")
-    columns = st.columns(len(DEMOS))
-    for column, demo in zip(columns, DEMOS, strict=True):
-        with column, st.container(border=True):
-            st.subheader(demo.title)
-            st.write(demo.tagline)
-            st.markdown(f"[Paper]({demo.paper.url}) · [Official code]({demo.paper.code_url})")
-            st.caption(weights.summary(demo, from_env().downloads_allowed))
+    # The cards as a grid that puts as many in a row as fit (two at 720 px), each linking to its demo's page; the
+    # same cards as the Gradio hub's (apps/views.py).
+    downloads = from_env().downloads_allowed
+    st.html(f"<style>{views.CARDS_CSS}</style><div class='demo-cards'>" + "".join(
+        views.demo_card(demo.id, demo.title, demo.tagline, demo.paper.url, demo.paper.code_url,
+                        weights.summary(demo, downloads), _as_image(views.preview_of(demo)), f"./{demo.id}")
+        for demo in DEMOS)
+        + "</div>")
     st.header("ICLR 2024 catalog")
     query = st.text_input("Search titles and abstracts")
     only_demos = st.checkbox("Only papers with a demo")
@@ -46,6 +48,16 @@ def landing() -> None:
             st.write(entry.abstract)
             if link:
                 st.markdown(link.removeprefix(" · "))
+
+
+def _as_image(preview: str) -> str:
+    """A card's picture for ``st.html``, which drops inline SVG: an SVG as an image of itself (a data URL)."""
+    if not preview.lstrip().startswith("<svg"):
+        return preview
+    if "xmlns=" not in preview.split(">", 1)[0]:  # inline SVG may leave it out; an SVG image must name it
+        preview = preview.replace("<svg", '<svg xmlns="http://www.w3.org/2000/svg"', 1)
+    return f'<img alt="" style="max-width:100%;height:100%" src="data:image/svg+xml;base64,' \
+           f'{base64.b64encode(preview.encode()).decode()}">'
 
 
 def coming_soon(demo):

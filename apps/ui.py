@@ -20,7 +20,7 @@ from typing import Any, Literal
 
 import gradio as gr
 
-from apps import gradio_internals
+from apps import gradio_internals, views
 from apps.serving import EXAMPLES_ROUTE  # example files served by name: no page config names a server path
 from shared.api import Endpoint, Input, attribute
 from shared.context import DemoContext
@@ -563,14 +563,6 @@ def notice(text: str, kind: str = "info") -> str:
 # work), passed to ``launch`` through ``look()``.
 CSS = """
 .form-answer td:first-child, .form-answer th:first-child { white-space: nowrap; }
-.demo-cards { display: grid; grid-template-columns: repeat(auto-fill, minmax(240px, 1fr)); gap: 1rem; }
-.demo-card { border: 1px solid var(--border-color-primary); border-radius: 12px; padding: 1rem; min-width: 0; }
-.demo-card h3 { margin: .6rem 0 .4rem 0; }
-.demo-preview { display: flex; align-items: center; justify-content: center; height: 126px; overflow: hidden;
-  border-radius: 8px; background: var(--background-fill-secondary); text-decoration: none !important;
-  color: inherit !important; }
-.demo-preview svg { max-width: 100%; height: 100%; }
-.demo-card .state { font-size: .85em; opacity: .8; }
 .catalog-entry { border-bottom: 1px solid var(--border-color-primary); padding: .5rem 0; overflow-wrap: anywhere; }
 .demo-badge { background: var(--color-accent-soft); border-radius: 6px; padding: 0 .4rem; font-size: .8em; }
 .demohub-notice { padding: .8rem 1rem; border-radius: 8px; border-left: 4px solid; overflow-wrap: anywhere; }
@@ -586,7 +578,7 @@ CSS = """
 .gradio-container table { display: block; max-width: 100%; overflow-x: auto; }
 .demohub-quiet:not(:has(.demohub-notice, p, li)) { display: none !important; }
 .gradio-container pre, .gradio-container code { white-space: pre-wrap; overflow-wrap: anywhere; }
-""" + EMBED_CSS
+""" + views.CARDS_CSS + EMBED_CSS
 
 
 def look() -> dict[str, Any]:

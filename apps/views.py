@@ -114,3 +114,42 @@ def grid(parts: Sequence[str], width: str = "15rem") -> str:
     """Parts side by side, as many a row as fit at least ``width`` wide (one a row on a narrow page)."""
     return (f'<div style="display:grid;grid-template-columns:repeat(auto-fill,minmax({width},1fr));gap:12px 20px">'
             f'{"".join(parts)}</div>')
+
+
+# A demo's card on a hub's landing page, Gradio's and Streamlit's: a picture, the title linking to its page, the
+# tagline, the paper's links and what runs on this server. The grid puts as many cards in a row as fit 240 px each.
+CARDS_CSS = """
+.demo-cards { display: grid; grid-template-columns: repeat(auto-fill, minmax(240px, 1fr)); gap: 1rem; }
+.demo-card { border: 1px solid var(--border-color-primary, #e5e7eb); border-radius: 12px; padding: 1rem;
+  min-width: 0; overflow-wrap: break-word; }
+.demo-card h3 { margin: .6rem 0 .4rem 0; }
+.demo-preview { display: flex; align-items: center; justify-content: center; height: 126px; overflow: hidden;
+  border-radius: 8px; background: var(--background-fill-secondary, #f3f4f6); text-decoration: none !important;
+  color: inherit !important; }
+.demo-preview svg { max-width: 100%; height: 100%; }
+.demo-card .state { font-size: .85em; opacity: .8; }
+"""
+
+
+def demo_card(demo_id: str, title: str, tagline: str, paper_url: str, code_url: str, state: str, preview: str,
+              href: str) -> str:
+    """One demo's card (``CARDS_CSS``): ``href`` its page's address, ``preview`` its picture's markup (ours)."""
+    return (
+        f'<div class="demo-card" data-demo="{text(demo_id)}"><a class="demo-preview" href="{text(href)}" '
+        f'tabindex="-1" aria-hidden="true">{preview}</a>'
+        f'<h3><a href="{text(href)}">{text(title)}</a></h3><p>{text(tagline)}</p>'
+        f'<p><a href="{text(paper_url)}">Paper</a> · <a href="{text(code_url)}">Official code</a></p>'
+        f'<p class="state">{text(state)}</p></div>'
+    )
+
+
+def preview_of(demo) -> str:
+    """A demo's card picture (``Demo.preview_html``); a failure leaves the box empty (the log says why), never the
+    card."""
+    try:
+        return demo.preview_html()
+    except Exception:
+        from shared.errors import log
+
+        log.warning("the %s card's preview failed", demo.id, exc_info=True)
+        return ""

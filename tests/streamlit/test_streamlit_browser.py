@@ -1,0 +1,82 @@
+"""The Streamlit hub as a visitor meets it, in Debian Chromium at 720 and 1400 px, on `demohub serve --streamlit`
+started as a command: the landing page's demo cards fit the width (no title broken inside a word) and each links
+to its demo's page."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+
+import pytest
+import requests
+from playwright.sync_api import expect
+
+import apps
+from tests.commands import checkout_env
+from tests.conftest import free_port
+
+pytestmark = pytest.mark.browser
+
+WHOLE_WORD_LINES = """(element) => {
+  const lines = {};
+  const walker = document.createTreeWalker(element, NodeFilter.SHOW_TEXT);
+  let node;
+  while ((node = walker.nextNode())) {
+    for (const match of node.data.matchAll(/\\S+/g)) {
+      const range = document.createRange();
+      range.setStart(node, match.index);
+      range.setEnd(node, match.index + match[0].length);
+      lines[match[0]] = new Set([...range.getClientRects()].map((r) => Math.round(r.top))).size;
+    }
+  }
+  return lines;
+}"""
+
+
+@pytest.fixture(scope="module")
+def streamlit_hub(tmp_path_factory):
+    root = tmp_path_factory.mktemp("streamlit-hub")
+    port = free_port()
+    env = checkout_env({**os.environ, "HF_HUB_OFFLINE": "1", "HF_HUB_CACHE": str(root / "cache")})
+    process = subprocess.Popen([sys.executable, "-m", "apps.cli", "serve", "--streamlit", "--port", str(port)],
+                               env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd=root)
+    url = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 120
+    while True:
+        assert process.poll() is None, "demohub serve --streamlit exited"
+        try:
+            if requests.get(f"{url}/_stcore/health", timeout=2).status_code == 200:
+                break
+        except requests.ConnectionError:
+            pass
+        assert time.monotonic() < deadline, "no answer within 120 s"
+        time.sleep(0.5)
+    yield url
+    process.terminate()
+    process.wait(timeout=30)
+
+
+@pytest.mark.parametrize("width", [720, 1400])
+def test_the_landing_cards_fit_and_link_to_their_demos(browser, streamlit_hub, width, tmp_path):
+    context = browser.new_context(viewport={"width": width, "height": 1000})
+    page = context.new_page()
+    try:
+        page.goto(streamlit_hub)
+        cards = page.locator(".demo-card")
+        expect(cards).to_have_count(len(apps.DEMOS), timeout=60_000)
+        for n in range(cards.count()):
+            card = cards.nth(n)
+            assert card.bounding_box()["width"] >= 240, card.inner_text()[:40]
+            broken = {word: lines for word, lines in card.locator("h3").evaluate(WHOLE_WORD_LINES).items()
+                      if lines != 1}
+            assert not broken, f"broken inside a word at {width} px: {broken}"
+        assert page.evaluate("document.documentElement.scrollWidth") <= width
+        page.screenshot(path=tmp_path / f"streamlit-landing-{width}.png", full_page=True)
+        prax = apps.get_demo("prax")
+        page.locator('.demo-card[data-demo="prax"] h3 a').click()
+        expect(page).to_have_url(f"{streamlit_hub}/prax", timeout=30_000)
+        expect(page.get_by_role("heading", name=prax.title).first).to_be_visible(timeout=60_000)
+    finally:
+        context.close()
