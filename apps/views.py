@@ -6,6 +6,8 @@ escaped; sizes are relative, so a view reads at 720 px as at 1,400."""
 
 from __future__ import annotations
 
+import functools
+import html
 import re
 import zlib
 from collections.abc import Sequence
@@ -134,11 +136,12 @@ CARDS_CSS = """
 def demo_card(demo_id: str, title: str, tagline: str, paper_url: str, code_url: str, state: str, preview: str,
               href: str) -> str:
     """One demo's card (``CARDS_CSS``): ``href`` its page's address, ``preview`` its picture's markup (ours)."""
+    attribute = functools.partial(html.escape, quote=True)  # addresses and names in attributes; text as text
     return (
-        f'<div class="demo-card" data-demo="{text(demo_id)}"><a class="demo-preview" href="{text(href)}" '
+        f'<div class="demo-card" data-demo="{attribute(demo_id)}"><a class="demo-preview" href="{attribute(href)}" '
         f'tabindex="-1" aria-hidden="true">{preview}</a>'
-        f'<h3><a href="{text(href)}">{text(title)}</a></h3><p>{text(tagline)}</p>'
-        f'<p><a href="{text(paper_url)}">Paper</a> · <a href="{text(code_url)}">Official code</a></p>'
+        f'<h3><a href="{attribute(href)}">{text(title)}</a></h3><p>{text(tagline)}</p>'
+        f'<p><a href="{attribute(paper_url)}">Paper</a> · <a href="{attribute(code_url)}">Official code</a></p>'
         f'<p class="state">{text(state)}</p></div>'
     )
 
