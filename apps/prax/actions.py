@@ -90,12 +90,18 @@ def check_update(examples, literal_weights, pragmatic_weights, num_samples, game
 
 def add_example(examples: Sequence[dict], string: str, label: str, game: dict | None) -> list[dict]:
     """The examples with one more, checked (against the game's regex too, when a game runs)."""
-    running = Game.from_dict(game)
-    if running is not None:
-        running.check_label(string, label)
+    check_game_labels([{"string": string, "label": label}], game)
     # Adding samples nothing: num_samples=1 asks only that the examples can be sampled at all.
     checked, _, _ = checks.check_inputs([*examples, {"string": string, "label": label}], num_samples=1)
     return [e.to_dict() for e in checked]
+
+
+def check_game_labels(examples: Sequence[dict], game: dict | None) -> None:
+    """Every example's label is true for the running game's regex (the Streamlit page's lines, checked at once)."""
+    running = Game.from_dict(game)
+    if running is not None:
+        for e in examples:
+            running.check_label(e["string"], e["label"])
 
 
 def accept_suggestion(examples: Sequence[dict], suggestion: dict | None, game: dict | None) -> list[dict]:
@@ -123,7 +129,12 @@ def example_choices(examples: Sequence[dict]) -> list[tuple[str, int]]:
 
 def preset_text(name: str) -> str:
     """A preset as the Streamlit page's text: one example a line, its label first."""
-    return "\n".join(f"{label}{string}" for string, label in PRESETS[name])
+    return lines_text([{"string": string, "label": label} for string, label in PRESETS[name]])
+
+
+def lines_text(examples: Sequence[dict]) -> str:
+    """Examples as the Streamlit page's text (what ``parse_lines`` reads back)."""
+    return "\n".join(f"{e['label']}{e['string']}" for e in examples)
 
 
 def parse_lines(text: str) -> list[dict]:

@@ -147,12 +147,12 @@ def test_prax_page_guesses_with_bundled_listeners(offline):
     at = AppTest.from_file(HUB, default_timeout=180).run()
     at.switch_page("prax/streamlit_page.py").run()
     assert not at.exception
-    at.button[0].click().run()
+    button(at, "Guess the regex").click().run()
     assert not at.exception and not at.error, [e.value for e in at.error]
     shown = " ".join(str(getattr(h, "body", getattr(h, "value", ""))) for h in at.get("html"))
     assert "Literal listener (tiny-literal)" in shown and "PraX listener (tiny-pragmatic)" in shown
     at.text_area[0].input("+abc\n-abc").run()
-    at.button[0].click().run()
+    button(at, "Guess the regex").click().run()
     assert at.error and "abc" in at.error[0].value
     assert not at.warning  # both bundled listeners are here
     from apps.prax.actions import WORKS_WITHOUT
@@ -205,6 +205,10 @@ def test_progress_moves_with_the_pipelines_callback():
     assert not at.exception
     bar = at.get("progress")[0]
     assert bar.value == 75 and "3/4" in bar.proto.text
+
+
+def button(at, label: str):
+    return next(b for b in at.button if b.label == label)
 
 
 def run_button(at):
@@ -295,3 +299,34 @@ def test_a_multiline_input_keeps_its_lines(offline, pool):
     [b for b in at.button if b.label == "Run"][1].click().run()
     assert not at.exception and [e.value for e in at.error] == []
     assert '"C2H6O"' in at.json[-1].value
+
+
+def test_prax_page_suggests_an_example_and_plays_the_game(offline):
+    """On a par with the Gradio page: the suggestion (added to the examples with one click) and the game (a new
+    regex to teach empties the examples; a false label is refused with the game's sentence; each guess records how
+    the listeners are doing)."""
+    from apps.prax.actions import parse_lines
+
+    at = AppTest.from_file(HUB, default_timeout=180).run()
+    at.switch_page("prax/streamlit_page.py").run()
+    before = parse_lines(at.text_area[0].value)
+    button(at, "Suggest an informative example").click().run()
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    assert any(m.value.startswith("Try <code>") for m in at.markdown), [m.value for m in at.markdown]
+    button(at, "Add the suggestion").click().run()
+    after = parse_lines(at.text_area[0].value)
+    assert after[:-1] == before and len(after) == len(before) + 1
+
+    button(at, "New regex to teach").click().run()
+    assert at.text_area[0].value == "" and any(m.value.startswith("Teach the listeners `") for m in at.markdown)
+    target = next(m.value for m in at.markdown if m.value.startswith("Teach the listeners `")).split("`")[1]
+    from apps.prax import dsl
+
+    string = next(s for s in ("a", "1", "ab", "A1", "-", "x9", "") if s and not dsl.matches(target, s))
+    at.text_area[0].input(f"+{string}").run()  # a false label
+    button(at, "Guess the regex").click().run()
+    assert at.error and "the game only accepts true labels" in at.error[0].value
+    at.text_area[0].input(f"-{string}").run()
+    button(at, "Guess the regex").click().run()
+    assert not at.error, [e.value for e in at.error]
+    assert any("literal: " in i.value and "PraX: " in i.value for i in at.info), [i.value for i in at.info]
