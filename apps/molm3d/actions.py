@@ -218,6 +218,12 @@ def table_html(rows: Sequence[Sequence[str]], title: str = "RDKit reference valu
             f"<thead><tr>{head}</tr></thead><tbody>{lines}</tbody></table>{folded}</div>")
 
 
+def no_views() -> tuple[str, ...]:
+    """The Gradio page's views (depiction, viewer, table, info) once the molecule in the box was refused: empty, so
+    nothing on the page belongs to another molecule."""
+    return "", "", "", ""
+
+
 def page_outputs(view: MoleculeView, answer: MoLM3DOutput | None = None) -> tuple[str, ...]:
     """The Gradio page's outputs: (2D depiction, 3D viewer, table HTML, info) and, after a question, the answer."""
     shown = (view.depiction, view.viewer, table_html(table_rows(view, answer)), view.info)

@@ -5,6 +5,8 @@ The conformer, pictures and RDKit table need no model weights. torch and rdkit a
 
 from __future__ import annotations
 
+import json
+
 import gradio as gr
 
 from apps import ui
@@ -80,6 +82,9 @@ def build(ctx: DemoContext) -> gr.Blocks:
         view_inputs = [i["smiles"], i["sdf"], i["seed"]]
         # an example shows its molecule at once (its SMILES is in the box first)
         for trigger in (i["show_btn"].click, i["smiles"].submit, i["sdf"].upload, i["examples"].load_input_event.then):
+            # First, in the browser: the views of the molecule before go as another is asked for, so a refused one
+            # (its sentence beside its box; a validator's refusal runs no handler and ends the event) leaves none.
+            trigger(None, None, shown, js=f"() => {json.dumps(list(actions.no_views()))}", queue=False)
             trigger(show, view_inputs, shown, validator=ui.validator(actions.check_show), api_visibility="private",
                     **ui.work_events(ctx))
         weights = ui.WeightsView(ctx, [i["weights"]], status, actions.WORKS_WITHOUT_WEIGHTS)

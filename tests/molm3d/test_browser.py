@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 
 import pytest
+from playwright.sync_api import expect
 
 from apps.molm3d import DEMO
 from shared.context import DemoContext
@@ -144,3 +145,28 @@ def test_an_example_smiles_is_shown_exactly_and_names_never_break_inside(browser
     finally:
         context.close()
     assert errors == []
+
+
+@pytest.mark.parametrize("width", [720, 1400])
+def test_a_refused_smiles_clears_the_views_of_the_molecule_before(browser, page_url, width, tmp_path):
+    """A visitor types a SMILES with a mistake and presses Enter: the sentence is beside the box and no drawing,
+    table or caption of the previous molecule is left; the fixed SMILES draws again."""
+    context = browser.new_context(viewport={"width": width, "height": 1000})
+    pg = context.new_page()
+    try:
+        pg.goto(page_url)
+        pg.wait_for_selector(".molm3d-viewer svg circle", timeout=30_000)
+        box = pg.locator("textarea").first  # the SMILES box
+        box.fill("CC(=O")
+        box.press("Enter")
+        expect(pg.get_by_text("is not a valid SMILES")).to_be_visible(timeout=30_000)
+        expect(pg.locator(".molm3d-viewer svg")).to_have_count(0, timeout=10_000)
+        expect(pg.locator(".molm3d-table")).to_have_count(0)
+        expect(pg.get_by_text("heavy atoms, RDKit")).to_have_count(0)
+        pg.screenshot(path=tmp_path / f"molm3d-refused-{width}.png")
+        box.fill("CCO")
+        box.press("Enter")
+        pg.wait_for_function("document.querySelectorAll('.molm3d-viewer svg circle').length == 3", timeout=30_000)
+        expect(pg.get_by_text("is not a valid SMILES")).to_have_count(0)
+    finally:
+        context.close()
