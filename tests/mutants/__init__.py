@@ -148,8 +148,8 @@ MUTANTS = (
            "apps/forms.py", "lambda v: (False, gr.skip()) if v is None else (True, v)",
            "lambda v: (gr.skip(), gr.skip()) if v is None else (True, v)",
            ("tests/browser/test_forms.py::test_mert_page_reads_like_a_hand_made_one_and_its_examples_fill_every_field",)),
-    Mutant("refused-smiles-keeps-old-views", "a refused molecule leaves no views of the one before (README, pages "
-           "written for people)", "apps/molm3d/page.py",
+    Mutant("refused-smiles-keeps-old-views", "a refused molecule leaves no views of the one before (docs/demos.md, "
+           "3D-MoLM)", "apps/molm3d/page.py",
            '            trigger(None, None, shown, js=f"() => {json.dumps(list(actions.no_views()))}", queue=False)\n',
            "            json.dumps([])\n",
            ("tests/molm3d/test_browser.py::test_a_refused_smiles_clears_the_views_of_the_molecule_before",)),
