@@ -18,7 +18,7 @@ from apps.tag2text.checks import Tag2TextInputs
 from apps.tag2text.config import OFFICIAL_THRESHOLD
 from apps.tag2text.images import IMAGE_SUFFIXES
 from shared.context import DemoContext
-from shared.errors import page_inputs
+from shared.errors import UserInputError, page_inputs
 from shared.pipeline import Callback
 from shared.uploads import each
 
@@ -82,6 +82,44 @@ def check_image_tab(image: Any, threshold: Any, user_tags: Any, weights_name: st
 def check_batch_tab(files: Any, threshold: Any, user_tags: Any, weights_name: str | None) -> Tag2TextInputs:
     """The "Batch" tab's inputs (as ``check_image_tab``)."""
     return checks.check_inputs(upload_paths(files), threshold, user_tags)
+
+
+# -- uploads (screened as they arrive, by the same check, so a file that is not an image never sits in an input) -------
+
+
+def upload_problem(upload: Any) -> str | None:
+    """The sentence the pipeline's own check (``checks.check_inputs``) gives for one uploaded file (an image or a zip),
+    naming it by its file name; None when it passes, or when nothing was uploaded."""
+    if upload is None:
+        return None
+    try:
+        checks.check_inputs(upload_path(upload))
+    except UserInputError as error:
+        return str(error)
+    return None
+
+
+def screen_uploads(files: Any) -> tuple[list[Any], list[str]]:
+    """A batch upload, file by file through ``upload_problem``: (the files that pass, in order; a sentence per file
+    that does not). Limits on the batch as a whole (how many images, all their pixels) are the Run button's check."""
+    kept, problems = [], []
+    for upload in each(files):
+        problem = upload_problem(upload)
+        if problem is None:
+            kept.append(upload)
+        else:
+            problems.append(problem)
+    return kept, problems
+
+
+def left_out_note(problems: list[str], kept: int) -> str:
+    """What the batch input says about the files ``screen_uploads`` took out ("" when none was)."""
+    if not problems:
+        return ""
+    if not kept:
+        return " ".join(problems)
+    others = "the other file" if kept == 1 else f"the other {kept} files"
+    return f"Left out of this batch ({others} will be tagged): {' '.join(problems)}"
 
 
 # -- runs ------------------------------------------------------------------------------------------------------------

@@ -240,3 +240,18 @@ def test_a_raw_caller_may_leave_out_the_trailing_inputs_that_have_defaults(publi
     assert (short.ok, same(short.message)) == (full.ok, same(full.message)), (short, full)
     if full.ok and isinstance(full.data, list) and full.data and isinstance(full.data[0], dict):
         assert short.data[0].keys() == full.data[0].keys()
+
+
+def test_every_event_that_takes_a_file_passes_the_queues_door():
+    """A file reference naming a web address is refused where events enter the queue (``apps.serving.admit``); an
+    unqueued event with a file input would skip that door, and Gradio would fetch the address from the server (found
+    by the fuzz harness when Tag2Text's upload screening ran unqueued). Generated from the hub's own events."""
+    from gradio.components.base import Component
+
+    from apps import hub
+    from apps.event_inputs import _FILES
+
+    blocks = hub.build_hub()
+    unqueued = [(fn.name, [type(c).__name__ for c in fn.inputs]) for fn in blocks.fns.values()
+                if not fn.queue and any(isinstance(c, Component) and type(c).__name__ in _FILES for c in fn.inputs)]
+    assert unqueued == [], unqueued
