@@ -23,7 +23,10 @@ from apps.geodiffusion.layout import (
     KNOWN_CONFIGS,
     TIMES_OF_DAY,
     WEATHERS,
+    BoxProblem,
     GenerationConfig,
+    Layout,
+    check_box,
     encode_prompt,
     load_generation_config,
     load_layout_data,
@@ -133,6 +136,12 @@ class GeoDiffusionPage:
         validator marks the page's input (``steps``, from ``page_inputs``)."""
         return checks.check_inputs(layout_json, seed, 1 if num_images is None else num_images, steps, cfg,
                                    epsilon_scaling, None, sampler, config=self.config(checkpoint))
+
+    @page_inputs(weights="checkpoint", layout="layout_json")
+    def check_layout(self, layout_json: str | None, checkpoint: str | None) -> Layout:
+        """Generate's check of the layout alone, run at every change of the layout text (the page's validator puts
+        its sentence beside the layout box)."""
+        return checks.check_layout(layout_json, config=self.config(checkpoint))
 
     def generate(self, layout_json: str | None, checkpoint: str | None, seed: Any = 0, steps: Any = None,
                  cfg: Any = None, num_images: Any = 1, epsilon_scaling: Any = None, sampler: Any = "default",
@@ -278,20 +287,69 @@ def load_layout_json(text: str | None) -> dict:
     return load_layout_data(text or "")
 
 
-def editor_value(layout_json: str | None, classes: tuple[str, ...] | list[str]) -> str:
-    """The canvas editor's value: the layout (empty when the text is not a layout yet) and the labels to offer."""
+def editor_value(layout_json: str | None, config: GenerationConfig, shown: str | None = None) -> str:
+    """The canvas editor's value: the layout, the labels to offer, each box's mark (the few words of the check that
+    refuses it, None for a box the checkpoint takes) and a note that says what the marks mean. While the text is not
+    a layout the editor keeps ``shown``'s layout (the last one it could read), says so, and takes no edits."""
     try:
-        layout = load_layout_json(layout_json)
+        layout, readable = load_layout_json(layout_json), True
     except UserInputError:
-        layout = {"bbox": []}
-    return json.dumps({"layout": layout, "classes": list(classes)})
+        layout, readable = _editor_layout(shown), False
+    marks = box_marks(layout, config)
+    return json.dumps({"layout": layout, "classes": list(config.classes), "marks": marks, "readable": readable,
+                       "note": editor_note(layout, marks, readable)})
+
+
+def _editor_layout(value: str | None) -> dict:
+    """The layout an editor value holds (an empty one where it holds none)."""
+    try:
+        layout = json.loads(value or "{}").get("layout")
+    except (ValueError, TypeError, AttributeError, RecursionError):  # not an editor value: nothing to keep
+        layout = None
+    return layout if isinstance(layout, dict) else {"bbox": []}
+
+
+def box_marks(layout: dict, config: GenerationConfig) -> list[str | None]:
+    """Per box of a layout, the few words its drawing is marked with where the checkpoint refuses it (the pipeline's
+    own check of the box, ``check_box``), else None."""
+    boxes = layout.get("bbox")
+    marks: list[str | None] = []
+    for index, raw in enumerate(boxes if isinstance(boxes, list) else []):
+        try:
+            check_box(index, raw, config)
+            marks.append(None)
+        except BoxProblem as problem:
+            marks.append(problem.mark)
+    return marks
+
+
+def editor_note(layout: dict, marks: list[str | None], readable: bool = True) -> str:
+    """What the editor says above its canvas: that it shows the last readable layout, or which boxes are marked."""
+    if not readable:
+        return ("Showing the last readable layout: the layout text below cannot be read (its message says why). "
+                "Boxes can be drawn here again once it can.")
+    marked = [f"box {i + 1}{_label(layout['bbox'][i])} ({mark})" for i, mark in enumerate(marks) if mark]
+    if not marked:
+        return ""
+    return (f"Dashed red: {'; '.join(marked)}. The checkpoint cannot take {'it' if len(marked) == 1 else 'them'}; "
+            "the message at the layout text below says what to change.")
+
+
+def _label(box: Any) -> str:
+    """A box's label as a note names it, after a space and quoted as written ("" where it has no text label)."""
+    label = box[0] if isinstance(box, (list, tuple)) and box else None
+    return f" {json.dumps(label, ensure_ascii=False)}" if isinstance(label, str) else ""
 
 
 def layout_from_editor(value: str | None, current: str) -> str:
-    """The editor's layout as JSON text, or ``current`` unchanged when it is the same layout."""
+    """The editor's layout as JSON text, or ``current`` unchanged when it is the same layout, or when the editor
+    shows the last readable layout (the text, which it could not read, is the person's to fix)."""
     try:
-        layout = json.loads(value or "{}").get("layout", {"bbox": []})
+        value = json.loads(value or "{}")
+        layout = value.get("layout", {"bbox": []})
     except (json.JSONDecodeError, AttributeError):
+        return current
+    if value.get("readable") is False:
         return current
     try:
         if load_layout_json(current) == layout:

@@ -50,10 +50,7 @@ def check_inputs(layout: str | dict | Layout | None, seed: Any = 0, num_images: 
     sampler's steps and the checkpoint's guidance where None was given); raises ``UserInputError`` naming the
     argument at fault.
     """
-    try:
-        layout = parse_layout(layout, config)
-    except UserInputError as error:
-        raise UserInputError(str(error), argument="layout") from None
+    layout = check_layout(layout, config=config)
     sampler = _sampler(sampler)
     if num_inference_steps is None:
         num_inference_steps = config.default_steps(sampler)
@@ -75,6 +72,15 @@ def check_inputs(layout: str | dict | Layout | None, seed: Any = 0, num_images: 
             shuffle_seed, "The shuffle seed", 0, MAX_SEED, whole=True, argument="shuffle_seed"),
         sampler=sampler,
     )
+
+
+def check_layout(layout: str | dict | Layout | None, *, config: GenerationConfig) -> Layout:
+    """``check_inputs``'s check of the layout alone (a page runs it at every change of its layout text): the
+    ``Layout``, or a UserInputError naming ``layout``."""
+    try:
+        return parse_layout(layout, config)
+    except UserInputError as error:
+        raise UserInputError(str(error), argument="layout") from None
 
 
 def _sampler(value: Any) -> str:

@@ -1,10 +1,14 @@
 // GeoDiffusion layout editor: runs as gr.HTML's js_on_load (element, props, trigger, watch are given).
-// props.value is JSON {"layout": {official layout}, "classes": [...]}; user edits write it back and fire "input"
-// (not "change", which also fires when Python sets the value, and would echo stale layouts back).
-const PALETTE = ["#1e76b3", "#ff7e0d", "#2b9f2b", "#d52627", "#9366bc", "#8b554a", "#e276c1", "#7e7e7e",
-                 "#bbbc21", "#16bdce"];
+// props.value is JSON {"layout": {official layout}, "classes": [...], "marks": [per box: null or why the checkpoint
+// refuses it], "readable": false while the layout text cannot be read (the layout is then the last readable one,
+// shown faded, and takes no edits), "note": what the marks mean}; the page's Python decides marks (the pipeline's
+// checks), this file only draws them. User edits write the value back and fire "input" (not "change", which also
+// fires when Python sets the value, and would echo stale layouts back).
+const PALETTE = ["#1e76b3", "#ff7e0d", "#2b9f2b", "#1a5e63", "#9366bc", "#8b554a", "#e276c1", "#7e7e7e",
+                 "#bbbc21", "#16bdce"];  // no red: red is for marked boxes
+const MARKED = "#dc2626";
 const MIN_SIZE = 0.01;
-let data = { layout: { bbox: [] }, classes: [] };
+let data = { layout: { bbox: [] }, classes: [], marks: [], readable: true, note: "" };
 let selected = -1;
 let drag = null;
 let currentLabel = null;
@@ -18,12 +22,18 @@ function parse() {
     const v = JSON.parse(props.value || "{}");
     const layout = v.layout && typeof v.layout === "object" ? v.layout : { bbox: [] };
     if (!Array.isArray(layout.bbox)) layout.bbox = [];
-    data = { layout, classes: Array.isArray(v.classes) ? v.classes : [] };
+    data = { layout, classes: Array.isArray(v.classes) ? v.classes : [], marks: Array.isArray(v.marks) ? v.marks : [],
+             readable: v.readable !== false, note: typeof v.note === "string" ? v.note : "" };
   } catch (e) {
-    data = { layout: { bbox: [] }, classes: data.classes };
+    data = { layout: { bbox: [] }, classes: data.classes, marks: [], readable: true, note: "" };
   }
-  if (selected >= data.layout.bbox.length) selected = -1;
+  if (selected >= data.layout.bbox.length || !data.readable) selected = -1;
 }
+
+// A box that can be drawn: [label, x1, y1, x2, y2] with four finite numbers, or texts of them as Python's float()
+// reads them (others are left out of the drawing).
+const drawable = (b) => Array.isArray(b) && b.length === 5
+  && b.slice(1).every((v) => v !== null && String(v).trim() !== "" && isFinite(Number(v)));
 
 function fillSelect() {
   const s = q(".geo-label");
@@ -55,20 +65,30 @@ function draw() {
     ctx.moveTo(0, (i * H) / 8); ctx.lineTo(W, (i * H) / 8);
     ctx.stroke();
   }
+  ctx.globalAlpha = data.readable ? 1 : 0.45;
+  let drawn = 0;
+  const marked = [];
   data.layout.bbox.forEach((b, i) => {
-    const [label, x1, y1, x2, y2] = b;
-    const col = PALETTE[i % PALETTE.length];
+    if (!drawable(b)) return;
+    drawn += 1;
+    const [label, x1, y1, x2, y2] = [b[0], ...b.slice(1).map(Number)];
+    const mark = data.marks[i];
+    const col = mark ? MARKED : PALETTE[i % PALETTE.length];
+    if (mark) marked.push(`box ${i + 1} (${mark})`);
     ctx.lineWidth = i === selected ? 4 : 2;
     ctx.strokeStyle = col;
-    ctx.strokeRect(x1 * W, y1 * H, (x2 - x1) * W, (y2 - y1) * H);
+    ctx.setLineDash(mark ? [10, 6] : []);
+    ctx.strokeRect(x1 * W, y1 * H, (x2 - x1) * W, (y2 - y1) * H);  // as written, so an inverted box shows inverted
+    ctx.setLineDash([]);
     ctx.font = "14px sans-serif";
-    const text = `${i + 1} ${label}`;
+    const text = `${i + 1} ${label}` + (mark ? ` (${mark})` : "");
     const tw = ctx.measureText(text).width + 8;
-    const ty = y1 * H >= 18 ? y1 * H - 18 : y1 * H;
+    const left = Math.min(x1, x2) * W, top = Math.min(y1, y2) * H;
+    const ty = top >= 18 ? top - 18 : top;
     ctx.fillStyle = col;
-    ctx.fillRect(x1 * W, ty, tw, 18);
+    ctx.fillRect(left, ty, tw, 18);
     ctx.fillStyle = "#ffffff";
-    ctx.fillText(text, x1 * W + 4, ty + 14);
+    ctx.fillText(text, left + 4, ty + 14);
     if (i === selected) {
       for (const [hx, hy] of [[x1, y1], [x2, y1], [x1, y2], [x2, y2]]) {
         ctx.fillStyle = col;
@@ -76,8 +96,29 @@ function draw() {
       }
     }
   });
+  ctx.globalAlpha = 1;
+  if (!data.readable) {
+    ctx.font = "bold 16px sans-serif";
+    const text = "Last readable layout";
+    ctx.fillStyle = "#334155";
+    ctx.fillRect(0, H - 26, ctx.measureText(text).width + 12, 26);
+    ctx.fillStyle = "#ffffff";
+    ctx.fillText(text, 6, H - 8);
+  }
+  const boxes = `${drawn} box${drawn === 1 ? "" : "es"}`;
+  c.setAttribute("aria-label", data.readable
+    ? `Layout canvas: ${boxes}` + (marked.length ? `; marked in dashed red: ${marked.join(", ")}` : "")
+    : `Layout canvas: the last readable layout, ${boxes}`);
   const st = q(".geo-status");
-  if (st) st.textContent = `${data.layout.bbox.length} box(es)` + (selected >= 0 ? `, box ${selected + 1} selected` : "");
+  if (st) st.textContent = `${drawn} box(es)` + (selected >= 0 ? `, box ${selected + 1} selected` : "");
+  const note = q(".geo-note");
+  if (note) {
+    note.textContent = data.note;
+    note.hidden = !data.note;
+  }
+  for (const control of element.querySelectorAll(".geo-label, .geo-delete, .geo-clear")) {
+    control.disabled = !data.readable;
+  }
 }
 
 function commit() {
@@ -85,6 +126,7 @@ function commit() {
   try { v = JSON.parse(props.value || "{}"); } catch (e) { v = {}; }
   v.layout = data.layout;
   v.classes = data.classes;
+  v.marks = data.marks;
   props.value = JSON.stringify(v);
   trigger("input");
 }
@@ -119,7 +161,7 @@ function normalise(b) {
 }
 
 element.addEventListener("pointerdown", (ev) => {
-  if (!ev.target.classList || !ev.target.classList.contains("geo-canvas")) return;
+  if (!ev.target.classList || !ev.target.classList.contains("geo-canvas") || !data.readable) return;
   ev.preventDefault();
   ev.target.setPointerCapture && ev.target.setPointerCapture(ev.pointerId);
   ev.target.focus();
@@ -131,6 +173,8 @@ element.addEventListener("pointerdown", (ev) => {
   } else {
     const label = currentLabel || data.classes[0] || "car";
     data.layout.bbox.push([label, x, y, x, y]);
+    data.marks.length = data.layout.bbox.length - 1;  // a mark per box before it, then none for the new one
+    data.marks.push(null);
     selected = data.layout.bbox.length - 1;
     drag = { mode: "br", i: selected, x, y, orig: [label, x, y, x, y], fresh: true };
   }
@@ -160,7 +204,7 @@ function finish() {
   const b = normalise(data.layout.bbox[drag.i]);
   const moved = JSON.stringify(b) !== JSON.stringify(normalise(drag.orig));
   if (b[3] - b[1] < MIN_SIZE || b[4] - b[2] < MIN_SIZE) {
-    if (drag.fresh) { data.layout.bbox.splice(drag.i, 1); selected = -1; }
+    if (drag.fresh) { removeBox(drag.i); }
     else data.layout.bbox[drag.i] = normalise(drag.orig);
   } else {
     data.layout.bbox[drag.i] = b;
@@ -173,25 +217,30 @@ function finish() {
 element.addEventListener("pointerup", finish);
 element.addEventListener("pointercancel", finish);
 
+function removeBox(i) {
+  data.layout.bbox.splice(i, 1);
+  data.marks.splice(i, 1);
+  selected = -1;
+}
+
 element.addEventListener("keydown", (ev) => {
   if ((ev.key === "Delete" || ev.key === "Backspace") && selected >= 0 && ev.target.classList.contains("geo-canvas")) {
     ev.preventDefault();
-    data.layout.bbox.splice(selected, 1);
-    selected = -1;
+    removeBox(selected);
     draw();
     commit();
   }
 });
 
 element.addEventListener("click", (ev) => {
-  if (!ev.target.classList) return;
+  if (!ev.target.classList || !data.readable) return;
   if (ev.target.classList.contains("geo-delete") && selected >= 0) {
-    data.layout.bbox.splice(selected, 1);
-    selected = -1;
+    removeBox(selected);
     draw();
     commit();
   } else if (ev.target.classList.contains("geo-clear") && data.layout.bbox.length) {
     data.layout.bbox = [];
+    data.marks = [];
     selected = -1;
     draw();
     commit();
@@ -199,7 +248,7 @@ element.addEventListener("click", (ev) => {
 });
 
 element.addEventListener("change", (ev) => {
-  if (!ev.target.classList || !ev.target.classList.contains("geo-label")) return;
+  if (!ev.target.classList || !ev.target.classList.contains("geo-label") || !data.readable) return;
   currentLabel = ev.target.value;
   if (selected >= 0) {
     data.layout.bbox[selected][0] = currentLabel;

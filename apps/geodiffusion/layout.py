@@ -8,9 +8,11 @@ round-half-even), and each box reads ``"<class text> <l{top-left}> <l{bottom-rig
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 import random
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -184,6 +186,7 @@ class Layout:
         return json.dumps(self.to_dict())
 
 
+@functools.cache
 def _aliases(dataset: str) -> dict[str, str]:
     """Lowercased accepted spellings -> class name: the class name, its prompt text, and the class name with its
     ``_`` or its ``-`` written as a space ("traffic_cone", "cone", "traffic cone"; "sky-other", "sky other").
@@ -212,11 +215,9 @@ def load_layout_data(data: str | dict | list | Layout | None) -> dict:
         if not text:
             return {"bbox": []}
         try:
-            data = json.loads(text)
+            data = json.loads(data)
         except json.JSONDecodeError as error:
-            raise UserInputError(
-                f"The layout is not valid JSON ({error.msg} at line {error.lineno}, column {error.colno}). "
-                'Write it like {"camera": "front", "bbox": [["car", 0.1, 0.4, 0.3, 0.6]]}.') from None
+            raise UserInputError(json_problem(error)) from None
         except RecursionError:  # thousands of nested brackets: Python's JSON reader gives up
             raise UserInputError('The layout JSON is nested far too deeply; a layout is {"bbox": [[label, x1, y1, '
                                  'x2, y2], ...]} and needs three levels.') from None
@@ -231,7 +232,8 @@ def load_layout_data(data: str | dict | list | Layout | None) -> dict:
 
 
 def parse_layout(data: str | dict | Layout | None, config: GenerationConfig) -> Layout:
-    """Validate a layout (JSON text, dict or Layout) against a checkpoint; raise UserInputError saying what to fix."""
+    """Validate a layout (JSON text, dict or Layout) against a checkpoint; raise UserInputError saying what to fix
+    (a ``BoxProblem`` for a box the checkpoint cannot take)."""
     data = load_layout_data(data)
     unknown = sorted(set(data) - LAYOUT_KEYS)
     if unknown:
@@ -246,8 +248,7 @@ def parse_layout(data: str | dict | Layout | None, config: GenerationConfig) -> 
         raise UserInputError(
             f"This checkpoint takes at most {config.max_num_bbox} boxes, but the layout has {len(raw_boxes)}; "
             f"remove {len(raw_boxes) - config.max_num_bbox}.")
-    aliases = _aliases(config.dataset)
-    boxes = tuple(_parse_box(i, raw, aliases, config) for i, raw in enumerate(raw_boxes))
+    boxes = tuple(check_box(i, raw, config) for i, raw in enumerate(raw_boxes))
     values = {}
     for key, allowed, used in (("camera", CAMERAS, config.uses_camera), ("timeofday", TIMES_OF_DAY,
                                config.uses_time_weather), ("weather", WEATHERS, config.uses_time_weather)):
@@ -261,29 +262,86 @@ def parse_layout(data: str | dict | Layout | None, config: GenerationConfig) -> 
     return Layout(boxes=boxes, **values)
 
 
-def _parse_box(index: int, raw: Any, aliases: dict[str, str], config: GenerationConfig) -> Box:
+class BoxProblem(UserInputError):
+    """A box the checkpoint cannot take: the sentence, the box's ``index`` (from 0) and ``mark``, a few words a
+    drawing of the box is labelled with ("unknown label", "inverted", ...)."""
+
+    def __init__(self, message: str, index: int, mark: str):
+        super().__init__(message)
+        self.index = index
+        self.mark = mark
+
+
+def check_box(index: int, raw: Any, config: GenerationConfig) -> Box:
+    """Box ``index`` (from 0) of a layout as the checkpoint reads it, or a ``BoxProblem`` saying what to fix."""
     where = f"Box {index + 1}"
     if not isinstance(raw, (list, tuple)) or len(raw) != 5:
-        raise UserInputError(f"{where} must be [label, x1, y1, x2, y2]; got {raw!r}.")
+        raise BoxProblem(f"{where} must be [label, x1, y1, x2, y2]; got {_as_json(raw)}.", index, "not a box")
     label, *coords = raw
+    aliases = _aliases(config.dataset)
     if not isinstance(label, str) or label.strip().lower() not in aliases:
+        quoted = repr(label) if isinstance(label, str) else _as_json(label)
         examples = ", ".join(config.classes[:6])
-        raise UserInputError(
-            f"{where} has label {label!r}, which the {config.dataset} checkpoint does not know; "
-            f"use one of its {len(config.classes)} classes (e.g. {examples}).")
+        raise BoxProblem(
+            f"{where} has label {quoted}, which the {config.dataset} checkpoint does not know; use one of its "
+            f"{len(config.classes)} classes (e.g. {examples}).", index, "unknown label")
     try:
         x1, y1, x2, y2 = (float(v) for v in coords)
     except (TypeError, ValueError):
-        raise UserInputError(f"{where} ({label}): coordinates must be numbers; got {coords!r}.") from None
+        raise BoxProblem(f"{where} ({label}): coordinates must be numbers; got {_as_json(coords)}.", index,
+                         "not a box") from None
     if not all(math.isfinite(v) and 0.0 <= v <= 1.0 for v in (x1, y1, x2, y2)):
-        raise UserInputError(
+        raise BoxProblem(
             f"{where} ({label}): coordinates must be fractions of the image size between 0 and 1; "
-            f"got {[x1, y1, x2, y2]}.")
+            f"got {[x1, y1, x2, y2]}.", index, "outside the image")
     if x2 <= x1 or y2 <= y1:
-        raise UserInputError(
+        raise BoxProblem(
             f"{where} ({label}): the bottom-right corner must lie right of and below the top-left one "
-            f"(x2 > x1 and y2 > y1); got x1={x1}, y1={y1}, x2={x2}, y2={y2}.")
+            f"(x2 > x1 and y2 > y1); got x1={x1}, y1={y1}, x2={x2}, y2={y2}.", index,
+            "inverted" if x2 < x1 or y2 < y1 else "no area")
     return Box(aliases[label.strip().lower()], x1, y1, x2, y2)
+
+
+def _as_json(value: Any) -> str:
+    """A value of the layout quoted back as JSON, the way the person wrote it (not as Python prints it)."""
+    return json.dumps(value, ensure_ascii=False, default=str)
+
+
+def json_problem(error: json.JSONDecodeError) -> str:
+    """Why and where layout text is not JSON, in words (the JSON reader's own message names what its parser expected
+    next: "Expecting ',' delimiter")."""
+    text, pos = error.doc, error.pos
+    after, before = text[pos:], text[:pos].rstrip()
+    wants_value = error.msg.startswith(("Expecting value", "Expecting property name"))
+    if error.msg.startswith("Unterminated string"):
+        why = "a text in double quotes is not closed"
+    elif not after.strip():
+        why = "it ends before its closing brackets"
+    elif error.msg.startswith("Extra data"):
+        why = "more text follows its closing bracket"
+    elif after.startswith("'"):
+        why = 'names and labels take double quotes ("car"), not single ones'
+    elif after[:1] in ("]", "}") and before.endswith(","):
+        why = "a comma comes right before a closing bracket"
+    elif wants_value and re.match(r"(True|False|None)\b", after):
+        why = "JSON writes true, false and null in lower case"
+    elif wants_value and (word := re.match(r"[^\W\d]\w{0,39}", after)):
+        why = f'a text needs double quotes ("{word[0]}", not {word[0]})'
+    elif wants_value and re.match(r"\.\d", after):
+        why = "a number starts with a digit (0.5, not .5)"
+    elif error.msg.startswith("Expecting ',' "):
+        why = "a comma is missing between two items"
+    elif error.msg.startswith("Expecting ':' "):
+        why = "a colon is missing after a field name"
+    elif error.msg.startswith("Expecting property name"):
+        why = 'a field name in double quotes, such as "bbox", is missing'
+    elif error.msg.startswith("Invalid control character"):
+        why = "a text in double quotes runs over a line break or a tab"
+    elif "escape" in error.msg:
+        why = "a backslash in a text starts no JSON escape"
+    else:  # "Expecting value"
+        why = "a value is missing (a number, a text in double quotes, a list or an object)"
+    return f"The layout is not valid JSON: {why} (line {error.lineno}, character {error.colno})."
 
 
 def location_token(x: float, y: float, num_bucket_per_side: tuple[int, int]) -> str:

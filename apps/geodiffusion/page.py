@@ -35,6 +35,7 @@ EDITOR_HTML = """
     <button type="button" class="geo-clear">Clear all</button>
     <span class="geo-status" style="opacity:.8"></span>
   </div>
+  <div class="geo-note" role="status" hidden style="color:var(--error-text-color);font-size:.9em"></div>
   <canvas class="geo-canvas" tabindex="0" width="512" height="512" aria-label="Layout canvas"
     style="width:100%;max-width:512px;aspect-ratio:1;border:1px solid #999;touch-action:none;cursor:crosshair"></canvas>
   <div style="font-size:.85em;opacity:.8">Drag on empty space to draw a box, drag a box to move it, drag a corner to
@@ -70,20 +71,22 @@ def build(ctx: DemoContext) -> gr.Blocks:
         w.n_state, w.es_state, w.result = gr.State(1), gr.State(None), gr.State(None)
         _examples(w.layout_json, w.checkpoint)
         ui.embed_section(ctx, blocks)
-        _wire_layout(page, w)
+        readers = _wire_layout(page, w)
         _wire_generation(ctx, page, w)
+        _check_layout(page, w, readers)
         ui.serve_endpoints(ctx)
     return blocks
 
 
-def _wire_layout(page: GeoDiffusionPage, w: SimpleNamespace) -> None:
+def _wire_layout(page: GeoDiffusionPage, w: SimpleNamespace) -> list:
     """The layout JSON is the one source of truth: the checkpoint, the canvas, the table and the camera/time/weather
-    controls write it, and every change of it redraws the others, the prompt and the budget note."""
+    controls write it, and every change of it redraws the others, the prompt and the budget note. Returns the events
+    that read the layout text and may leave it as it was (for ``_check_layout``)."""
 
-    def on_checkpoint(name, text, sampler_):
+    def on_checkpoint(name, text, sampler_, shown=None):
         cfg_ = page.config(name)
         text = actions.layout_for_checkpoint(text, cfg_)
-        return (text, actions.editor_value(text, cfg_.classes), gr.update(visible=cfg_.uses_camera),
+        return (text, actions.editor_value(text, cfg_, shown), gr.update(visible=cfg_.uses_camera),
                 gr.update(visible=cfg_.uses_time_weather), gr.update(visible=cfg_.uses_time_weather),
                 gr.update(value=cfg_.default_steps(sampler_)), gr.update(value=cfg_.cfg_scale),
                 gr.update(choices=actions.sampler_choices(cfg_), info=actions.sampler_info(cfg_)),
@@ -92,23 +95,43 @@ def _wire_layout(page: GeoDiffusionPage, w: SimpleNamespace) -> None:
     def on_sampler(sampler_, n_steps, name):
         return actions.steps_for_sampler(sampler_, n_steps, page.config(name))
 
-    def on_layout(text, name):
+    def on_layout(text, name, shown):
         fields = actions.layout_fields(text)
-        return (actions.editor_value(text, page.config(name).classes), actions.table_from_layout(text),
+        return (actions.editor_value(text, page.config(name), shown), actions.table_from_layout(text),
                 page.preview_prompt(text, name), *(gr.update(value=fields[k]) if k in fields else gr.update()
                                                   for k, _ in actions.LAYOUT_FIELDS), page.budget_note(text, name))
 
-    w.checkpoint.change(on_checkpoint, [w.checkpoint, w.layout_json, w.sampler],
+    w.checkpoint.change(on_checkpoint, [w.checkpoint, w.layout_json, w.sampler, w.editor],
                         [w.layout_json, w.editor, w.camera, w.timeofday, w.weather, w.steps, w.cfg, w.sampler,
                          w.prompt, w.notes], **PRIVATE)
     w.sampler.input(on_sampler, [w.sampler, w.steps, w.checkpoint], w.steps, **PRIVATE)
-    w.layout_json.change(on_layout, [w.layout_json, w.checkpoint],
+    w.layout_json.change(on_layout, [w.layout_json, w.checkpoint, w.editor],
                          [w.editor, w.table, w.prompt, w.camera, w.timeofday, w.weather, w.notes], **PRIVATE)
-    w.editor.input(actions.layout_from_editor, [w.editor, w.layout_json], w.layout_json, **PRIVATE)
-    w.apply_table.click(ui.user_errors(actions.layout_from_table), [w.table, w.layout_json], w.layout_json, **PRIVATE)
+    readers = [w.editor.input(actions.layout_from_editor, [w.editor, w.layout_json], w.layout_json, **PRIVATE),
+               w.apply_table.click(ui.user_errors(actions.layout_from_table), [w.table, w.layout_json],
+                                   w.layout_json, **PRIVATE)]
     for control, key in ((w.camera, "camera"), (w.timeofday, "timeofday"), (w.weather, "weather")):
-        control.input(lambda t, v, key=key: actions.set_layout_field(t, key, v), [w.layout_json, control],
-                      w.layout_json, **PRIVATE)
+        readers.append(control.input(lambda t, v, key=key: actions.set_layout_field(t, key, v),
+                                     [w.layout_json, control], w.layout_json, **PRIVATE))
+    return readers
+
+
+def _check_layout(page: GeoDiffusionPage, w: SimpleNamespace, readers: list) -> None:
+    """The layout's sentence beside the layout box: Generate's layout check, as a validator, after every change of
+    the layout text or of the checkpoint, and after the ``readers`` (events that read the text and may leave it as it
+    was). Gradio runs the events of one trigger one after another (none after one its validator refused), and clears
+    an input's sentence when an event that reads the input starts or when a later event ends: so the check is
+    registered last (after the weights banner's event too), as each trigger's last event."""
+
+    def mark_layout(text, name):
+        """Nothing to do: its validator puts the layout's sentence beside the layout box."""
+
+    mark = {"fn": mark_layout, "inputs": [w.layout_json, w.checkpoint], "outputs": None, "trigger_mode": "always_last",
+            "validator": ui.validator(page.check_layout), **PRIVATE}
+    w.layout_json.change(**mark)
+    w.checkpoint.change(**mark)
+    for event in readers:
+        event.then(**mark)
 
 
 def _wire_generation(ctx: DemoContext, page: GeoDiffusionPage, w: SimpleNamespace) -> None:
@@ -150,7 +173,7 @@ def _wire_generation(ctx: DemoContext, page: GeoDiffusionPage, w: SimpleNamespac
 
 def _layout_column(start: str, config):
     """The canvas editor, camera/time/weather, the layout JSON and the table of boxes."""
-    editor = gr.HTML(value=actions.editor_value(start, config.classes), html_template=EDITOR_HTML,
+    editor = gr.HTML(value=actions.editor_value(start, config), html_template=EDITOR_HTML,
                      js_on_load=EDITOR_JS, elem_id="geo-layout-editor")
     with gr.Row():
         camera = gr.Dropdown(list(CAMERAS), value="front", label="Camera view", visible=config.uses_camera)

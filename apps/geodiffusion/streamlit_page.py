@@ -13,6 +13,7 @@ from apps.geodiffusion.actions import WORKS_WITHOUT_WEIGHTS, GeoDiffusionPage
 from apps.geodiffusion.layout import MAX_GUIDANCE, MAX_SEED, MAX_STEPS
 from apps.streamlit_ui import demo_context, paper_card, show_error, weights_select
 from apps.views import text
+from shared.errors import UserInputError
 
 ctx = demo_context("geodiffusion")
 page = GeoDiffusionPage(ctx)
@@ -27,9 +28,14 @@ examples = {f"{i + 1}. {name}": layout for i, (layout, name) in enumerate(action
 example = st.selectbox("Start from an example layout", list(examples))
 layout_json = st.text_area('Layout: {"camera": ..., "bbox": [[label, x1, y1, x2, y2], ...]} in [0, 1]',
                            json.dumps(examples[example]), key=f"layout-{checkpoint}-{example}", height=160)
-st.caption(f"Prompt: {text(page.preview_prompt(layout_json, checkpoint))}")
-if note := page.budget_note(layout_json, checkpoint):
-    st.caption(note)
+try:
+    page.check_layout(layout_json, checkpoint)
+except UserInputError as error:
+    st.error(text(error))  # right below the layout, as the Gradio page marks its layout box
+else:
+    st.caption(f"Prompt: {text(page.preview_prompt(layout_json, checkpoint))}")
+    if note := page.budget_note(layout_json, checkpoint):
+        st.caption(note)
 steps_key, sampler_key = f"steps-{checkpoint}", f"sampler-{checkpoint}"
 
 

@@ -85,8 +85,8 @@ def test_table_and_editor_helpers_round_trip():
     assert new == {"camera": "back", "bbox": [["car", 0.1, 0.2, 0.3, 0.4], ["bus", 0.5, 0.5, 0.9, 0.9]]}
     with pytest.raises(UserInputError, match="Table row 2"):
         layout_from_table([["car", 0.1, 0.2, 0.3, 0.4], ["bus", "wide", 0, 1, 1]], text)
-    value = json.loads(editor_value(text, ["car", "bus"]))
-    assert value["classes"] == ["car", "bus"] and value["layout"]["camera"] == "back"
+    value = json.loads(editor_value(text, KNOWN_CONFIGS["nuimages-256x256"]))
+    assert value["classes"][:4] == ["car", "truck", "trailer", "bus"] and value["layout"]["camera"] == "back"
     assert layout_from_editor(json.dumps(value), text) is text  # unchanged layout: same text, no event loop
     value["layout"]["bbox"].append(["bus", 0, 0, 1, 1])
     assert json.loads(layout_from_editor(json.dumps(value), text))["bbox"][-1] == ["bus", 0, 0, 1, 1]

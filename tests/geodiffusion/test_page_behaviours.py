@@ -58,7 +58,8 @@ def update_value(update, key):
 def test_checkpoint_switch_updates_classes_controls_steps_and_cfg(time_weather_on_disk):
     blocks = build(DemoContext(DEMO, ModelPool(budget_bytes=10**9)))
     event = handler(blocks, "on_checkpoint")
-    assert [c.label for c in event.inputs] == ["Checkpoint", LAYOUT_LABEL, "Sampler"]
+    assert [c.label for c in event.inputs[:3]] == ["Checkpoint", LAYOUT_LABEL, "Sampler"]
+    assert event.inputs[3].elem_id == "geo-layout-editor"  # what it shows while the layout text cannot be read
     layout_box, editor, camera, timeofday, weather, steps, cfg, sampler, prompt, _ = event.outputs
     assert layout_box.elem_id == "geo-layout-json"
     weights_view = handler(blocks, "redraw_messages")  # the banner follows the checkpoint's state (ui.WeightsView)
