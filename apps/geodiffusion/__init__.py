@@ -42,7 +42,7 @@ DEMO = Demo(
     pipeline="apps.geodiffusion.pipeline:GeoDiffusionPipeline",
     page="apps.geodiffusion.page",
     api="apps.geodiffusion.api",
-    works_without_weights="the layout editor and the prompt the model reads",
+    works_without_weights="layouts and the prompt the model reads",
     preview="apps.geodiffusion.actions:preview",
     about="draw labelled boxes, pick camera, time and weather, read the exact prompt the model reads, and "
           "generate detection-ready images (optionally with Epsilon Scaling, or a 2.4-4.8× faster sampler); export "

@@ -9,7 +9,7 @@ import json
 import streamlit as st
 
 from apps.geodiffusion import actions
-from apps.geodiffusion.actions import WORKS_WITHOUT_WEIGHTS, GeoDiffusionPage
+from apps.geodiffusion.actions import GeoDiffusionPage
 from apps.geodiffusion.layout import MAX_GUIDANCE, MAX_SEED, MAX_STEPS
 from apps.streamlit_ui import demo_context, paper_card, show_error, weights_select
 from apps.views import text
@@ -19,7 +19,8 @@ ctx = demo_context("geodiffusion")
 page = GeoDiffusionPage(ctx)
 paper_card("geodiffusion")
 checkpoint = weights_select(ctx, key="checkpoint")
-if message := ctx.weights_message(checkpoint, WORKS_WITHOUT_WEIGHTS):
+# What this page has without weights (no box editor here: the layout is its JSON text).
+if message := ctx.weights_message(checkpoint, "You can still write layouts and see the prompt the model reads."):
     st.warning(message)
 config = page.config(checkpoint)
 with st.expander(f"{config.width}x{config.height} images, {len(config.classes)} labels"):

@@ -80,3 +80,13 @@ def test_a_refused_layout_says_why_right_below_the_layout_and_shows_no_prompt(of
     prompt = ("A driving scene image of front camera with car <l30401> <l38374> car <l31609> <l52400> car <l32256> "
               "<l60473> car <l29510> <l42105> car <l43958> <l65535>")  # tests/geodiffusion/test_layout.py's
     assert [c.value for c in at.caption if c.value.startswith("Prompt:")] == [f"Prompt: {text(prompt)}"]
+
+
+def test_without_weights_the_page_says_only_what_it_has(offline, tmp_path, monkeypatch):
+    """No box editor on the Streamlit page (its layout is JSON text): its weights sentence says what is there."""
+    monkeypatch.setenv("DEMOHUB_CHECKPOINTS", str(tmp_path / "none"))
+    at = AppTest.from_file(HUB, default_timeout=120).run()
+    at.switch_page("geodiffusion/streamlit_page.py").run()
+    warnings = [w.value for w in at.warning]
+    assert any("You can still write layouts and see the prompt the model reads." in w for w in warnings), warnings
+    assert not any("draw" in w for w in warnings), warnings

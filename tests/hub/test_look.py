@@ -47,7 +47,7 @@ def test_cards_say_what_runs_on_this_server_now(monkeypatch, tmp_path):
     monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "empty"))
     states = {d.id: weights.summary(d) for d in apps.DEMOS}
     assert states["prax"] == "Runs here now, on tiny-pragmatic, tiny-literal."  # bundled
-    assert states["geodiffusion"] == ("Runs here now: the layout editor and the prompt the model reads; the model "
+    assert states["geodiffusion"] == ("Runs here now: layouts and the prompt the model reads; the model "
                                       "needs its weights (from 4.30 GB), not on this server yet.")
     assert states["molm3d"].startswith("Runs here now: the conformer, its 2D and 3D views and the RDKit table;")
     assert states["tag2text"] == "The model needs its weights (4.48 GB), not on this server yet."
