@@ -4,18 +4,15 @@ API call (``Endpoint.check_call``, ``Endpoint.runner``). No gradio here."""
 
 from __future__ import annotations
 
-import tempfile
 from pathlib import Path
 from typing import Any
 
 import streamlit as st
 
-from apps.streamlit_ui import demo_context, paper_card, show_error, weights_select
+from apps.streamlit_ui import demo_context, paper_card, saved_upload, show_error, weights_select
 from shared.api import Endpoint, Input, attribute
 from shared.uploads import GRADIO_FILE
 from shared.weights import REPO_ROOT
-
-UPLOADS = Path(tempfile.gettempdir()) / "demohub-streamlit-uploads"
 
 
 def render(demo_id: str) -> None:
@@ -163,9 +160,5 @@ def _example_file(name: str) -> dict:
 
 
 def _saved(upload) -> dict:
-    """A Streamlit upload written to a private folder, as the file reference the endpoint reads."""
-    UPLOADS.mkdir(parents=True, exist_ok=True)
-    folder = Path(tempfile.mkdtemp(dir=UPLOADS))
-    path = folder / Path(upload.name).name
-    path.write_bytes(upload.getvalue())
-    return {"path": str(path), "meta": {"_type": GRADIO_FILE}}
+    """A Streamlit upload as the file reference the endpoint reads."""
+    return {"path": str(saved_upload(upload)), "meta": {"_type": GRADIO_FILE}}

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import tempfile
+from pathlib import Path
+
 import streamlit as st
 
 from apps import get_demo
@@ -46,3 +49,20 @@ def progress(text: str):
     """A progress bar and the ``callback(step, total)`` that moves it (the pipelines' progress contract)."""
     bar = st.progress(0.0, text=text)
     return bar, lambda step, total: bar.progress(min(1.0, step / max(1, total)), text=f"{text}: {step}/{total}")
+
+
+UPLOADS = Path(tempfile.gettempdir()) / "demohub-streamlit-uploads"
+
+
+def saved_upload(upload) -> Path:
+    """A Streamlit upload written under its own name to a private folder of its own (what a pipeline reads as a
+    file; the name is only the visitor's, never a path: ``Path(name).name``). Once per upload and session: a page's
+    reruns find it saved."""
+    saved = st.session_state.setdefault("demohub-saved-uploads", {})
+    path = saved.get(upload.file_id)
+    if path is None or not path.exists():
+        UPLOADS.mkdir(parents=True, exist_ok=True)
+        path = Path(tempfile.mkdtemp(dir=UPLOADS)) / (Path(upload.name).name or "upload")
+        path.write_bytes(upload.getvalue())
+        saved[upload.file_id] = path
+    return path

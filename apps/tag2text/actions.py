@@ -7,6 +7,7 @@ Importing this module imports neither a UI library nor torch (the pipeline modul
 
 from __future__ import annotations
 
+import base64
 import csv
 import json
 from pathlib import Path
@@ -188,8 +189,7 @@ def write_exports(output: Tag2TextOutput, folder: Path) -> list[Path]:
 
 
 def preview() -> str:
-    """The hub card's picture: the first example image (served by name once the page is built)."""
-    from apps.serving import EXAMPLES_ROUTE
-
-    name = Path(example_images()[0]).name
-    return f'<img src="{EXAMPLES_ROUTE}/tag2text/{name}" alt="an example image" style="height:100%;width:auto">'
+    """The hub card's picture: the first example image, inline (a 2 KB PNG as a data URL: no route to serve it, so
+    it shows on the Gradio and the Streamlit hub alike)."""
+    data = base64.b64encode(Path(example_images()[0]).read_bytes()).decode()
+    return f'<img src="data:image/png;base64,{data}" alt="an example image" style="height:100%;width:auto">'

@@ -1,6 +1,7 @@
 """The Streamlit hub as a visitor meets it, in Debian Chromium at 720 and 1400 px, on `demohub serve --streamlit`
-started as a command: the landing page's demo cards fit the width (no title broken inside a word) and each links
-to its demo's page."""
+started as a command: the landing page's demo cards fit the width (no title broken inside a word), show their
+pictures and each links to its demo's page; Tag2Text's batch tab names a file that is not an image and tags the
+others."""
 
 from __future__ import annotations
 
@@ -36,10 +37,12 @@ WHOLE_WORD_LINES = """(element) => {
 
 
 @pytest.fixture(scope="module")
-def streamlit_hub(tmp_path_factory):
+def streamlit_hub(tmp_path_factory, tiny_root):
+    """`demohub serve --streamlit` on the tiny checkpoints (official layouts), offline."""
     root = tmp_path_factory.mktemp("streamlit-hub")
     port = free_port()
-    env = checkout_env({**os.environ, "HF_HUB_OFFLINE": "1", "HF_HUB_CACHE": str(root / "cache")})
+    env = checkout_env({**os.environ, "HF_HUB_OFFLINE": "1", "HF_HUB_CACHE": str(root / "cache"),
+                        "DEMOHUB_CHECKPOINTS": str(tiny_root)})
     process = subprocess.Popen([sys.executable, "-m", "apps.cli", "serve", "--streamlit", "--port", str(port)],
                                env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd=root)
     url = f"http://127.0.0.1:{port}"
@@ -73,10 +76,39 @@ def test_the_landing_cards_fit_and_link_to_their_demos(browser, streamlit_hub, w
                       if lines != 1}
             assert not broken, f"broken inside a word at {width} px: {broken}"
         assert page.evaluate("document.documentElement.scrollWidth") <= width
+        broken = page.locator(".demo-preview img").evaluate_all(
+            "images => images.filter((i) => !i.complete || i.naturalWidth === 0).length")
+        assert broken == 0, "a card's picture does not load"
         page.screenshot(path=tmp_path / f"streamlit-landing-{width}.png", full_page=True)
         prax = apps.get_demo("prax")
         page.locator('.demo-card[data-demo="prax"] h3 a').click()
         expect(page).to_have_url(f"{streamlit_hub}/prax", timeout=30_000)
         expect(page.get_by_role("heading", name=prax.title).first).to_be_visible(timeout=60_000)
+    finally:
+        context.close()
+
+
+@pytest.mark.parametrize("width", [720, 1400])
+def test_tag2text_batch_names_a_file_that_is_not_an_image_and_tags_the_others(browser, streamlit_hub, width,
+                                                                                tmp_path):
+    from apps.tag2text.actions import example_images
+
+    fake = tmp_path / "notes.png"
+    fake.write_text("hello")
+    context = browser.new_context(viewport={"width": width, "height": 1000})
+    page = context.new_page()
+    try:
+        page.goto(f"{streamlit_hub}/tag2text")
+        page.get_by_role("tab", name="Batch").click(timeout=60_000)
+        images = [p for p in example_images() if p.endswith(("beach.png", "car.png"))]
+        page.locator("[data-testid='stFileUploaderDropzoneInput']").last.set_input_files([*images, str(fake)])
+        expect(page.get_by_text("Left out of this batch (the other 2 files will be tagged): notes.png is not an "
+                                "image Tag2Text can read")).to_be_visible(timeout=60_000)
+        page.get_by_role("button", name="Tag and caption all").click()
+        expect(page.get_by_text("2 image(s) processed.")).to_be_visible(timeout=120_000)
+        expect(page.get_by_role("button", name="Download tag2text.csv")).to_be_visible()
+        expect(page.get_by_role("button", name="Download tag2text.json")).to_be_visible()
+        assert page.evaluate("document.documentElement.scrollWidth") <= width
+        page.screenshot(path=tmp_path / f"streamlit-tag2text-batch-{width}.png", full_page=True)
     finally:
         context.close()
