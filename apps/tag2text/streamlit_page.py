@@ -24,9 +24,19 @@ with st.expander("Precision and speed"):
 one, batch = st.tabs(["One image", "Batch"])
 
 
-def progress_bar(label: str):
-    bar = st.progress(0.0, text=label)
-    return bar, lambda step, total: bar.progress(min(1.0, step / max(1, total)), text="Beam search")
+def tagged(check, tag, files):
+    """``check`` then ``tag`` (a tab's actions) on ``files`` with the page's settings and a progress bar; None, its
+    sentence shown, when refused or failed."""
+    try:
+        check(files, threshold, user_tags, weights_name)
+        bar = st.progress(0.0, text="Tagging and captioning")
+        output = tag(ctx, files, threshold, user_tags, weights_name,
+                     callback=lambda step, total: bar.progress(min(1.0, step / max(1, total)), text="Beam search"))
+        bar.empty()
+        return output
+    except Exception as error:
+        show_error(error)
+        return None
 
 
 with one:
@@ -37,24 +47,17 @@ with one:
         st.error(text(problem))  # right below the image input; the example is tagged meanwhile
         source = None
     example = st.selectbox("…or an example", list(examples), disabled=source is not None)
-    if st.button("Tag and caption", type="primary"):
-        chosen = source or examples[example]
-        try:
-            actions.check_image_tab(chosen, threshold, user_tags, weights_name)
-            bar, step = progress_bar("Tagging and captioning")
-            output = actions.tag_image(ctx, chosen, threshold, user_tags, weights_name, callback=step)
-            bar.empty()
-        except Exception as error:
-            show_error(error)
-        else:
-            result = output.results[0]
-            st.image(str(chosen), width=384)
-            st.subheader("Caption")
-            st.markdown(text(result.caption))
-            st.subheader("Tags")
-            st.dataframe(actions.tag_rows(result), hide_index=True)
-            if result.user_tags:
-                st.caption(f"Caption guided by your tags: {text(', '.join(result.user_tags))}")
+    chosen = source or examples[example]
+    if st.button("Tag and caption", type="primary") and (
+            output := tagged(actions.check_image_tab, actions.tag_image, chosen)):
+        result = output.results[0]
+        st.image(str(chosen), width=384)
+        st.subheader("Caption")
+        st.markdown(text(result.caption))
+        st.subheader("Tags")
+        st.dataframe(actions.tag_rows(result), hide_index=True)
+        if result.user_tags:
+            st.caption(f"Caption guided by your tags: {text(', '.join(result.user_tags))}")
 
 with batch:
     uploads = st.file_uploader("Images or zip archives of images", accept_multiple_files=True,
@@ -62,17 +65,10 @@ with batch:
     kept, problems = actions.screen_uploads([saved_upload(u) for u in uploads or ()])
     if problems:
         st.warning(text(actions.left_out_note(problems, len(kept))))
-    if st.button("Tag and caption all", type="primary", disabled=not kept):
-        try:
-            actions.check_batch_tab(kept, threshold, user_tags, weights_name)
-            bar, step = progress_bar("Tagging and captioning")
-            output = actions.tag_batch(ctx, kept, threshold, user_tags, weights_name, callback=step)
-            bar.empty()
-        except Exception as error:
-            show_error(error)
-        else:
-            st.caption(text(actions.batch_note(output)))
-            st.dataframe([dict(zip(actions.TABLE_HEADERS, row, strict=True)) for row in actions.batch_table(output)],
-                         hide_index=True)
-            for path in actions.write_exports(output, Path(tempfile.mkdtemp(prefix="demohub-tag2text-"))):
-                st.download_button(f"Download {path.name}", path.read_bytes(), file_name=path.name)
+    if st.button("Tag and caption all", type="primary", disabled=not kept) and (
+            output := tagged(actions.check_batch_tab, actions.tag_batch, kept)):
+        st.caption(text(actions.batch_note(output)))
+        st.dataframe([dict(zip(actions.TABLE_HEADERS, row, strict=True)) for row in actions.batch_table(output)],
+                     hide_index=True)
+        for path in actions.write_exports(output, Path(tempfile.mkdtemp(prefix="demohub-tag2text-"))):
+            st.download_button(f"Download {path.name}", path.read_bytes(), file_name=path.name)
