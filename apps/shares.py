@@ -199,14 +199,24 @@ class Shares:
                        math.ceil(max(1.0, wait)))
 
     def record_upload(self, client: str, paths: list[str]) -> None:
-        """The files one upload request stored for ``client`` (the paths Gradio's upload route answered)."""
-        now, kept = self.clock(), self.uploads.setdefault(client, [])
-        for name in paths:
-            path = Path(name)
+        """The files one upload request stored for ``client`` (the paths Gradio's upload route answered). Gradio keeps
+        one file per content: the same bytes uploaded again (an example image, by another visitor too) get the same
+        path, which then belongs to its latest upload alone, so an older record's retention never deletes the file
+        someone has just uploaded (found in a long run: a file uploaded ten minutes apart was deleted at once)."""
+        now = self.clock()
+        fresh = {Path(name) for name in paths}
+        for who in list(self.uploads):
+            self.uploads[who] = [u for u in self.uploads[who] if u.path not in fresh]
+            if not self.uploads[who]:
+                del self.uploads[who]
+        kept = self.uploads.setdefault(client, [])
+        for path in fresh:
             try:
                 kept.append(_Upload(path, path.stat().st_size, now))
             except OSError:
                 continue
+        if not kept:
+            del self.uploads[client]
 
     def sweep(self, client: str | None = None) -> int:
         """Forget uploads that are gone, and delete those of clients without a login once their retention passed

@@ -62,6 +62,23 @@ def test_an_upload_quota_per_client_with_a_shorter_retention_without_a_login(tmp
     assert shares.stored("user:ada") == 0, "a file deleted by anyone (Gradio's sweeper) no longer counts"
 
 
+def test_a_file_uploaded_again_belongs_to_its_latest_upload(tmp_path):
+    """Gradio keeps one file per content: the same bytes uploaded later (by anyone) are the same path, and the older
+    record's retention must not delete what was just uploaded."""
+    clock = Clock()
+    shares = Shares(client_upload_quota=3_000, anonymous_upload_retention=60, upload_retention=600, clock=clock)
+    path = tmp_path / "beach.png"
+    path.write_bytes(b"x" * 1_000)
+    shares.record_upload("addr:198.51.100.1", [str(path)])
+    clock.now += 50
+    shares.record_upload("addr:198.51.100.2", [str(path)])  # the same example image, another visitor
+    clock.now += 20
+    assert shares.sweep() == 0 and path.exists(), "deleted 20 s after the second visitor uploaded it"
+    assert shares.stored("addr:198.51.100.1") == 0 and shares.stored("addr:198.51.100.2") == 1_000
+    clock.now += 41
+    assert shares.sweep() == 1 and not path.exists(), "deleted once the latest upload's retention passed"
+
+
 def test_wrong_passwords_slow_their_client_down_but_never_the_real_user_elsewhere():
     clock = Clock()
     shares = Shares(login_attempts=3, clock=clock)

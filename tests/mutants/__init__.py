@@ -153,6 +153,11 @@ MUTANTS = (
            '            trigger(None, None, shown, js=f"() => {json.dumps(list(actions.no_views()))}", queue=False)\n',
            "            json.dumps([])\n",
            ("tests/molm3d/test_browser.py::test_a_refused_smiles_clears_the_views_of_the_molecule_before",)),
+    Mutant("old-upload-deletes-a-new-one", "one client keeps its uploads for its retention (docs/deploying.md, A "
+           "client's share): a file uploaded again belongs to its latest upload", "apps/shares.py",
+           "            self.uploads[who] = [u for u in self.uploads[who] if u.path not in fresh]\n",
+           "            self.uploads[who] = list(self.uploads[who])\n",
+           ("tests/hub/test_shares.py::test_a_file_uploaded_again_belongs_to_its_latest_upload",)),
     Mutant("mert-embedding-averaged-in", "MERT matches the Space's own inference bit for bit (docs/demos.md, MERT)",
            "apps/mert/model.py", "    return torch.stack(out.hidden_states[1:], dim=1).mean(dim=2)",
            "    return (torch.stack(out.hidden_states[1:], dim=1) + out.hidden_states[0][:, None]).mean(dim=2)",
