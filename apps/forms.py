@@ -85,7 +85,7 @@ def form(ctx: DemoContext, endpoint: Endpoint, view: ui.WeightsView) -> None:
         try:
             endpoint.check_call(ctx, arguments(values))
         except UserInputError as error:
-            raise in_page_words(endpoint, error) from None
+            raise endpoint.in_page_words(error) from None
 
     def call(*values):
         result = endpoint.call(ctx, arguments(values))
@@ -99,16 +99,6 @@ def form(ctx: DemoContext, endpoint: Endpoint, view: ui.WeightsView) -> None:
     outputs = [shown, answer] if shown is not None else answer
     view.follow(run.click(handler, [c for f in fields for c in f.components], outputs, validator=ui.validator(check),
                           api_visibility="private", preprocess=False, **(events(ctx) if events else {})))
-
-
-def in_page_words(endpoint: Endpoint, error: UserInputError) -> UserInputError:
-    """The sentence a form shows beside a field, naming it as the page does: a declared limit's sentence starts with
-    the API's name for the input ("k must be ..."), the page calls it by its label ("Guesses must be ...")."""
-    named = next((i for i in endpoint.inputs if i.name == error.argument), None)
-    message = str(error)
-    if named is None or not message.startswith(f"{named.name} ") or named.page_label == named.name:
-        return error
-    return UserInputError(named.page_label + message[len(named.name):], argument=error.argument)
 
 
 def examples(endpoint: Endpoint, fields: list[Field]) -> None:

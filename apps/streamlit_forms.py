@@ -11,6 +11,7 @@ import streamlit as st
 
 from apps.streamlit_ui import demo_context, paper_card, saved_upload, show_error, weights_select
 from shared.api import Endpoint, Input, attribute
+from shared.errors import UserInputError
 from shared.uploads import GRADIO_FILE
 from shared.weights import REPO_ROOT
 
@@ -44,6 +45,8 @@ def form(ctx, endpoint: Endpoint, weights: str) -> None:
             if endpoint.view:
                 st.html(attribute(endpoint.view)(answer))
             st.json(answer, expanded=not endpoint.view)
+        except UserInputError as error:
+            show_error(endpoint.in_page_words(error))  # the field as the form names it
         except Exception as error:
             show_error(error)
 

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from shared.errors import UserInputError
-from shared.validation import check_number, kind_of
+from shared.validation import check_number, json_problem, kind_of
 
 if TYPE_CHECKING:
     from shared.context import DemoContext
@@ -113,8 +113,7 @@ class Input:
             try:
                 return json.loads(text)
             except json.JSONDecodeError as error:
-                raise UserInputError(f"{self.name} is not valid JSON ({error.msg} at character {error.pos}).",
-                                     argument=self.name) from None
+                raise UserInputError(json_problem(error, self.name), argument=self.name) from None
         if self.kind in ("integer", "number"):
             cleaned = text.strip().replace(",", "")
             if not cleaned:
@@ -207,6 +206,16 @@ class Endpoint:
             unknown = set(example.arguments) - set(names)
             if unknown:
                 raise ValueError(f"endpoint {self.name!r}: example {example.label!r} sets no input named {unknown}")
+
+    def in_page_words(self, error: UserInputError) -> UserInputError:
+        """The sentence a page's form shows beside a field, naming it as the page does: a declared limit's sentence
+        starts with the API's name for the input ("k must be ..."), the page calls it by its label ("Guesses must
+        be ..."). Both generated forms (Gradio's and Streamlit's) show it so."""
+        named = next((i for i in self.inputs if i.name == error.argument), None)
+        message = str(error)
+        if named is None or not message.startswith(f"{named.name} ") or named.page_label == named.name:
+            return error
+        return UserInputError(named.page_label + message[len(named.name):], argument=error.argument)
 
     def example_calls(self) -> tuple[Example, ...]:
         """The declared examples, each with every input that is not a weights selector (missing ones at their

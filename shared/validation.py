@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import json
 import math
+import re
 import unicodedata
 
 from shared.errors import UserInputError
@@ -76,3 +78,41 @@ def _shown(number: float | int) -> str:
     if isinstance(number, int) and number.bit_length() > 14_000:
         return f"a number of about {int(number.bit_length() * math.log10(2)) + 1:,} digits"
     return str(number)
+
+
+def json_problem(error: json.JSONDecodeError, subject: str, example_field: str = "name") -> str:
+    """Why and where text is not JSON, in words a person acts on, as one sentence about ``subject`` ("The layout",
+    an input's name): the JSON reader's own message names what its parser expected next ("Expecting ',' delimiter").
+    The one place for this: GeoDiffusion's layout and every declared JSON input (``shared.api.Input.from_text``)."""
+    text, pos = error.doc, error.pos
+    after, before = text[pos:], text[:pos].rstrip()
+    wants_value = error.msg.startswith(("Expecting value", "Expecting property name"))
+    if error.msg.startswith("Unterminated string"):
+        why = "a text in double quotes is not closed"
+    elif not after.strip():
+        why = "it ends before its closing brackets"
+    elif error.msg.startswith("Extra data"):
+        why = "more text follows its closing bracket"
+    elif after.startswith("'"):
+        why = 'names and labels take double quotes ("car"), not single ones'
+    elif after[:1] in ("]", "}") and before.endswith(","):
+        why = "a comma comes right before a closing bracket"
+    elif wants_value and re.match(r"(True|False|None)\b", after):
+        why = "JSON writes true, false and null in lower case"
+    elif wants_value and (word := re.match(r"[^\W\d]\w{0,39}", after)):
+        why = f'a text needs double quotes ("{word[0]}", not {word[0]})'
+    elif wants_value and re.match(r"\.\d", after):
+        why = "a number starts with a digit (0.5, not .5)"
+    elif error.msg.startswith("Expecting ',' "):
+        why = "a comma is missing between two items"
+    elif error.msg.startswith("Expecting ':' "):
+        why = "a colon is missing after a field name"
+    elif error.msg.startswith("Expecting property name"):
+        why = f'a field name in double quotes, such as "{example_field}", is missing'
+    elif error.msg.startswith("Invalid control character"):
+        why = "a text in double quotes runs over a line break or a tab"
+    elif "escape" in error.msg:
+        why = "a backslash in a text starts no JSON escape"
+    else:  # "Expecting value"
+        why = "a value is missing (a number, a text in double quotes, a list or an object)"
+    return f"{subject} is not valid JSON: {why} (line {error.lineno}, character {error.colno})."

@@ -12,12 +12,12 @@ import functools
 import json
 import math
 import random
-import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from shared.errors import UserInputError
+from shared.validation import json_problem
 
 NUIMAGES_CLASSES = ("car", "truck", "trailer", "bus", "construction_vehicle", "bicycle", "motorcycle", "pedestrian",
                     "traffic_cone", "barrier")
@@ -217,7 +217,7 @@ def load_layout_data(data: str | dict | list | Layout | None) -> dict:
         try:
             data = json.loads(data)
         except json.JSONDecodeError as error:
-            raise UserInputError(json_problem(error)) from None
+            raise UserInputError(json_problem(error, "The layout", example_field="bbox")) from None
         except RecursionError:  # thousands of nested brackets: Python's JSON reader gives up
             raise UserInputError('The layout JSON is nested far too deeply; a layout is {"bbox": [[label, x1, y1, '
                                  'x2, y2], ...]} and needs three levels.') from None
@@ -305,43 +305,6 @@ def check_box(index: int, raw: Any, config: GenerationConfig) -> Box:
 def _as_json(value: Any) -> str:
     """A value of the layout quoted back as JSON, the way the person wrote it (not as Python prints it)."""
     return json.dumps(value, ensure_ascii=False, default=str)
-
-
-def json_problem(error: json.JSONDecodeError) -> str:
-    """Why and where layout text is not JSON, in words (the JSON reader's own message names what its parser expected
-    next: "Expecting ',' delimiter")."""
-    text, pos = error.doc, error.pos
-    after, before = text[pos:], text[:pos].rstrip()
-    wants_value = error.msg.startswith(("Expecting value", "Expecting property name"))
-    if error.msg.startswith("Unterminated string"):
-        why = "a text in double quotes is not closed"
-    elif not after.strip():
-        why = "it ends before its closing brackets"
-    elif error.msg.startswith("Extra data"):
-        why = "more text follows its closing bracket"
-    elif after.startswith("'"):
-        why = 'names and labels take double quotes ("car"), not single ones'
-    elif after[:1] in ("]", "}") and before.endswith(","):
-        why = "a comma comes right before a closing bracket"
-    elif wants_value and re.match(r"(True|False|None)\b", after):
-        why = "JSON writes true, false and null in lower case"
-    elif wants_value and (word := re.match(r"[^\W\d]\w{0,39}", after)):
-        why = f'a text needs double quotes ("{word[0]}", not {word[0]})'
-    elif wants_value and re.match(r"\.\d", after):
-        why = "a number starts with a digit (0.5, not .5)"
-    elif error.msg.startswith("Expecting ',' "):
-        why = "a comma is missing between two items"
-    elif error.msg.startswith("Expecting ':' "):
-        why = "a colon is missing after a field name"
-    elif error.msg.startswith("Expecting property name"):
-        why = 'a field name in double quotes, such as "bbox", is missing'
-    elif error.msg.startswith("Invalid control character"):
-        why = "a text in double quotes runs over a line break or a tab"
-    elif "escape" in error.msg:
-        why = "a backslash in a text starts no JSON escape"
-    else:  # "Expecting value"
-        why = "a value is missing (a number, a text in double quotes, a list or an object)"
-    return f"The layout is not valid JSON: {why} (line {error.lineno}, character {error.colno})."
 
 
 def location_token(x: float, y: float, num_bucket_per_side: tuple[int, int]) -> str:

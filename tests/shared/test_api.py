@@ -171,7 +171,8 @@ def test_a_forms_text_field_becomes_what_an_api_call_sends(declared, text, value
 
 
 def test_broken_json_in_a_form_is_a_sentence_naming_the_input():
-    with pytest.raises(UserInputError, match=r"^e is not valid JSON \(Expecting ',' delimiter at character 4\)\.$"):
+    with pytest.raises(UserInputError, match=r"^e is not valid JSON: a comma is missing between two items \(line 1, "
+                                             r"character 5\)\.$"):
         Input("e", "records", "examples").from_text('[{} {}]')
 
 

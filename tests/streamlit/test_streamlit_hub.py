@@ -231,7 +231,8 @@ def test_the_form_made_from_the_declarations_refuses_a_mistake_and_runs_the_fix(
     examples = next(t for t in at.text_area if t.label == "Examples")
     examples.set_value('[{"string": "ab1", "label": "+"}')  # a form's fields count when it is submitted
     run_button(at).click().run()
-    assert [e.value for e in at.error] == ["examples is not valid JSON (Expecting ',' delimiter at character 32)."]
+    assert [e.value for e in at.error] == [
+        "Examples is not valid JSON: it ends before its closing brackets (line 1, character 33)."]
     next(t for t in at.text_area if t.label == "Examples").set_value(
         '[{"string": "ab1", "label": "+"}, {"string": "ab", "label": "-"}]')
     run_button(at).click().run()
