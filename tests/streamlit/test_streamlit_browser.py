@@ -6,6 +6,7 @@ others."""
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 import time
@@ -110,5 +111,44 @@ def test_tag2text_batch_names_a_file_that_is_not_an_image_and_tags_the_others(br
         expect(page.get_by_role("button", name="Download tag2text.json")).to_be_visible()
         assert page.evaluate("document.documentElement.scrollWidth") <= width
         page.screenshot(path=tmp_path / f"streamlit-tag2text-batch-{width}.png", full_page=True)
+    finally:
+        context.close()
+
+
+@pytest.mark.parametrize("width", [720, 1400])
+def test_a_typed_smiles_is_shown_as_written(browser, streamlit_hub, width, tmp_path):
+    """3D-MoLM's LogP example typed into the Streamlit page: its caption shows the SMILES exactly (Markdown once made
+    a link of [N+](C)), with no link inside it."""
+    smiles = "CC(=O)OC(CC(=O)[O-])C[N+](C)(C)C"
+    context = browser.new_context(viewport={"width": width, "height": 1000})
+    page = context.new_page()
+    try:
+        page.goto(f"{streamlit_hub}/molm3d")
+        box = page.get_by_label("SMILES", exact=True)
+        box.fill(smiles, timeout=60_000)
+        box.press("Enter")
+        caption = page.locator("strong", has_text=re.compile(re.escape(smiles)))
+        expect(caption).to_have_text(smiles, timeout=60_000)
+        assert caption.locator("xpath=..").locator("a").count() == 0, "part of the SMILES became a link"
+        page.screenshot(path=tmp_path / f"streamlit-molm3d-{width}.png")
+    finally:
+        context.close()
+
+
+@pytest.mark.parametrize("width", [720, 1400])
+def test_the_generated_mert_form_speaks_to_people_and_an_example_fills_it(browser, streamlit_hub, width, tmp_path):
+    context = browser.new_context(viewport={"width": width, "height": 1000})
+    page = context.new_page()
+    try:
+        page.goto(f"{streamlit_hub}/mert")
+        expect(page.get_by_text("What to describe")).to_be_visible(timeout=60_000)
+        page.get_by_role("button", name="Piano-like scale, key and pitch over time").click()
+        expect(page.get_by_text("The example's piano-scale.flac")).to_be_visible(timeout=30_000)
+        expect(page.get_by_label("Seconds per window", exact=True).and_(page.locator("input"))).to_have_value("2.00")
+        body = page.locator("body").inner_text()
+        for word in ("null", '""', "data URI", "MCP"):
+            assert word not in body, f"the page shows the API's {word!r}"
+        assert page.evaluate("document.documentElement.scrollWidth") <= width
+        page.screenshot(path=tmp_path / f"streamlit-mert-{width}.png", full_page=True)
     finally:
         context.close()
