@@ -256,8 +256,12 @@ def render_guesses(title: str, output: PraxOutput | None, message: str = "") -> 
         + "".join(f"<td style='{CELL};text-align:center'>{'✓' if c.matches[j] else '✗'}</td>"
                   for c in output.candidates) + "</tr>"
         for j, e in enumerate(output.examples))
-    note = (f"<p><small>{output.n_consistent} of {output.n_samples} samples fit every example; "
-            f"{output.n_unique} distinct. ✓ = the guess matches the whole string.</small></p>")
+    if output.n_consistent:
+        found = f"{output.n_consistent} of {output.n_samples} samples fit every example; {output.n_unique} distinct."
+    else:  # the listener ranked the search's regexes (count 0)
+        found = (f"None of the {output.n_samples} samples fit every example: these {len(output.candidates)} come from "
+                 "a search of the regexes shaped like the examples, ranked by this listener.")
+    note = f"<p><small>{found} ✓ = the guess matches the whole string.</small></p>"
     return (head
             + scrolling(f"<thead><tr><th style='{CELL}'>#</th><th style='{CELL}'>regex</th>"
                         f"<th style='{CELL}'>score</th></tr></thead><tbody>{guesses}</tbody>")

@@ -26,7 +26,8 @@ ENDPOINTS = (
                   example=3, label="Guesses", help=f"How many guesses to show, best first (1 to {checks.MAX_K})."),
         ),
         returns='{"weights", "examples", "candidates": [{"program", "logprob", "probability", "matches", "count"}] '
-                'best first (matches: whether the program matches each example), "n_samples", "n_consistent", '
+                'best first (matches: whether the program matches each example; count: the samples that gave it, 0 '
+                'where none fit and the listener ranked the search\'s regexes), "n_samples", "n_consistent", '
                 '"n_unique"}',
         run="apps.prax.api:synthesize",
         check="apps.prax.api:check_synthesize",

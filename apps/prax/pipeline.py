@@ -16,11 +16,11 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from apps.prax import checks, dsl, rsa
+from apps.prax import checks, dsl, rsa, search
 from apps.prax.checks import DEFAULT_K, DEFAULT_SAMPLES, SUGGEST_SAMPLES
 from apps.prax.dsl import Example
 from apps.prax.model import load_listener
-from apps.prax.tokens import EOS_ID, PAD_ID, PROGRAM_ID, decode_program, encode_listener_input
+from apps.prax.tokens import EOS_ID, PAD_ID, PROGRAM_ID, decode_program, encode_listener_input, encode_program
 from shared.bounded import request_memory_bytes
 from shared.errors import UserInputError
 from shared.pipeline import Callback, Pipeline, PipelineOutput
@@ -28,6 +28,7 @@ from shared.pipeline import Callback, Pipeline, PipelineOutput
 TOP_P = 0.9
 TOP_K = 50  # transformers' generation default, which upstream inherited alongside top_p
 MAX_NEW_TOKENS = 128
+SEARCHED = 32  # the search's most specific proposals a listener scores when none of its samples fits the examples
 
 
 @dataclass(frozen=True)
@@ -36,7 +37,7 @@ class Candidate:
     logprob: float  # summed token log-probability of program + </s> under the listener
     probability: float  # share among the kept (consistent, unique) candidates: softmax of logprob
     matches: tuple[bool, ...]  # full match on each example, in the order given
-    count: int = 1  # how many samples produced this program
+    count: int = 1  # how many samples produced this program (0: the search proposed it, apps/prax/search.py)
 
 
 @dataclass(frozen=True)
@@ -189,10 +190,36 @@ class PraxPipeline(Pipeline):
 
     # ------------------------------------------------------------ synthesis
 
+    @torch.inference_mode()
+    def score_programs(self, examples: Sequence[Example], programs: Sequence[str]) -> list[float]:
+        """Each program's summed log-probability (its bytes and ``</s>``) under the listener given ``examples``: the
+        score the listener's own sample of it would carry. One teacher-forced pass for all of them."""
+        if not programs:
+            return []
+        ids, mask = self._encode([examples])
+        targets = [encode_program(p) for p in programs]
+        target = torch.full((len(targets), max(map(len, targets))), PAD_ID, dtype=torch.long)
+        for i, row in enumerate(targets):
+            target[i, :len(row)] = torch.tensor(row)
+        decoder = torch.cat([torch.full((len(targets), 1), PROGRAM_ID, dtype=torch.long), target[:, :-1]], dim=1)
+        target, decoder = target.to(self.device), decoder.to(self.device)
+        logits = self.model(input_ids=ids.expand(len(targets), -1), attention_mask=mask.expand(len(targets), -1),
+                            decoder_input_ids=decoder).logits.float()
+        logp = torch.log_softmax(logits, dim=-1).gather(-1, target.unsqueeze(-1)).squeeze(-1)
+        return (logp * (target != PAD_ID)).sum(dim=1).tolist()
+
+    def searched(self, examples: Sequence[Example]) -> list[tuple[str, float]]:
+        """The search's consistent regexes for ``examples`` (its ``SEARCHED`` most specific), each with this
+        listener's score: what the listener ranks when none of its samples fits."""
+        programs = search.search(examples)[:SEARCHED]
+        return list(zip(programs, self.score_programs(examples, programs), strict=True))
+
     @staticmethod
     def rank(examples: Sequence[Example], samples: Sequence[tuple[str, float]], k: int,
-             weights: str = "") -> PraxOutput:
-        """Consistency filter -> de-duplicate -> sort by summed log-probability -> top-k."""
+             weights: str = "", proposed: Sequence[tuple[str, float]] = ()) -> PraxOutput:
+        """Consistency filter -> de-duplicate -> sort by summed log-probability -> top-k. ``proposed``: consistent
+        programs from the search with the listener's scores; they are ranked with the samples (count 0, not counted
+        as samples)."""
         best: dict[str, float] = {}
         counts: dict[str, int] = {}
         verdict: dict[str, bool] = {}
@@ -205,6 +232,9 @@ class PraxPipeline(Pipeline):
             n_consistent += 1
             counts[program] = counts.get(program, 0) + 1
             best[program] = max(logprob, best.get(program, -math.inf))
+        for program, logprob in proposed:
+            if program not in best:
+                best[program], counts[program] = logprob, 0
         ranked = sorted(best.items(), key=lambda kv: (-kv[1], kv[0]))
         top = max((lp for _, lp in ranked), default=0.0)
         total = sum(math.exp(lp - top) for _, lp in ranked)
@@ -226,6 +256,10 @@ class PraxPipeline(Pipeline):
             k, num_samples = checked[0][1:] if checked else (k, num_samples)
         samples = self.sample_programs(specs, num_samples, seed=seed, callback=callback, extra_steps=1)
         results = [self.rank(spec, s, k, self.name) for spec, s in zip(specs, samples, strict=True)]
+        # Never empty-handed: where no sample fits, the listener ranks the search's regexes (none: none fits a shape
+        # the search reads either).
+        results = [self.rank(spec, s, k, self.name, self.searched(spec)) if not result.candidates else result
+                   for spec, s, result in zip(specs, samples, results, strict=True)]
         if callback is not None:
             total = len(self.calls(specs, num_samples)) + 1
             callback(total, total)

@@ -158,6 +158,11 @@ MUTANTS = (
            "            self.uploads[who] = [u for u in self.uploads[who] if u.path not in fresh]\n",
            "            self.uploads[who] = list(self.uploads[who])\n",
            ("tests/hub/test_shares.py::test_a_file_uploaded_again_belongs_to_its_latest_upload",)),
+    Mutant("prax-empty-handed", "a listener none of whose samples fits ranks the search's regexes (docs/demos.md, "
+           "PraX)", "apps/prax/pipeline.py",
+           "self.rank(spec, s, k, self.name, self.searched(spec)) if not result.candidates else result",
+           "result",
+           ("tests/prax/test_pipeline.py::test_a_listener_with_no_fitting_sample_ranks_the_searchs_regexes",)),
     Mutant("mert-embedding-averaged-in", "MERT matches the Space's own inference bit for bit (docs/demos.md, MERT)",
            "apps/mert/model.py", "    return torch.stack(out.hidden_states[1:], dim=1).mean(dim=2)",
            "    return (torch.stack(out.hidden_states[1:], dim=1) + out.hidden_states[0][:, None]).mean(dim=2)",

@@ -150,3 +150,28 @@ def test_hf_cache_layout_resolves_offline(tmp_path, monkeypatch, official_checkp
     assert out.weights == pipe.name == "listener-suffix-idx-300k"  # the repo's name, not the snapshot's sha
     with pytest.raises(WeightsUnavailable, match="demohub download prax --weights pragmatic-ft-listener"):
         weights.resolve("prax", DEMO.weight_set("pragmatic-ft-listener"))
+
+
+def test_the_listener_scores_a_program_as_it_scores_its_own_sample(bundled_literal):
+    """``score_programs``: one teacher-forced pass gives each program the summed log-probability a sample of it
+    carries (so the search's regexes and the samples rank on one scale)."""
+    pipe = bundled_literal
+    spec = [Example("ab1", "+"), Example("x", "-")]
+    samples = [(p, lp) for p, lp in pipe.sample_programs([spec], 6, seed=2)[0] if p.isascii()]
+    scored = pipe.score_programs(spec, [p for p, _ in samples])
+    assert scored == pytest.approx([lp for _, lp in samples], abs=1e-3)
+
+
+def test_a_listener_with_no_fitting_sample_ranks_the_searchs_regexes(bundled_literal):
+    """The shipped "semicolon-separated codes" set: none of the bundled literal listener's 100 samples fits (a
+    separated field of two atoms is outside what it learned); the page still gets regexes, the search's, ranked by the
+    listener, each marked as not sampled (count 0)."""
+    from apps.prax.actions import PRESETS
+
+    examples = [{"string": s, "label": label} for s, label in PRESETS["semicolon-separated codes"]]
+    result = bundled_literal(examples, k=5, num_samples=100, seed=0)
+    assert result.n_consistent == 0 and result.candidates
+    assert all(c.count == 0 for c in result.candidates)
+    assert [c.logprob for c in result.candidates] == sorted((c.logprob for c in result.candidates), reverse=True)
+    assert all(all(c.matches[i] == (e["label"] == "+") for i, e in enumerate(examples)) for c in result.candidates)
+    assert "[a-z][0-9](;[a-z][0-9])*" in [c.program for c in result.candidates]
