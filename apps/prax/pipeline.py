@@ -211,7 +211,7 @@ class PraxPipeline(Pipeline):
     def searched(self, examples: Sequence[Example]) -> list[tuple[str, float]]:
         """The search's consistent regexes for ``examples`` (its ``SEARCHED`` most specific), each with this
         listener's score: what the listener ranks when none of its samples fits."""
-        programs = search.search(examples)[:SEARCHED]
+        programs = search.search(examples, keep=SEARCHED)
         return list(zip(programs, self.score_programs(examples, programs), strict=True))
 
     @staticmethod

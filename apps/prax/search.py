@@ -11,6 +11,8 @@ letters, or one repeated punctuation character):
   lengths, ``{n,}`` open-ended.
 - **Separated fields**: the positives are fields of one shape joined by one separator of the program space
   (``;`` ``,`` ``-`` ``.``): ``X;X`` or ``X(;X)*``, X the field's shape.
+- **One length**: positives of one length whose runs disagree, read character by character: at each position the
+  character itself or the smallest class (negated ones too) that holds every positive's character there.
 
 Candidates are ordered by the size principle (the fewer strings a regex matches, the likelier it is the one the
 examples were chosen for: what RSA's literal listener does over a uniform prior), then by fewer parts. Bounded: at
@@ -28,7 +30,7 @@ from dataclasses import dataclass
 from apps.prax import dsl
 
 MAX_RUNS = 8  # runs of one shape: a longer shape is not read (a person's example is at most 15 characters)
-MAX_CANDIDATES = 4096  # regexes built before the consistency check
+MAX_CANDIDATES = 512  # regexes built per source before the consistency check (as many answered at 4,096)
 MAX_QUANTIFIER = 4  # the program space's largest bound in {n} and {n,m} (dsl._quantifier)
 OPEN_LOWS = (1, 2, 3)  # the program space's {n,} lower bounds
 CLASS_SIZE = {"[0-9]": 10, "[a-z]": 26, "[A-Z]": 26, "[A-Za-z]": 52}
@@ -96,7 +98,8 @@ def quantifiers(lengths: set[int]) -> list[tuple[int, int | None]]:
 
 
 def _quantified(atom: str, size: int, low: int, high: int | None) -> Part:
-    body = dsl.Quantified(dsl.CharClass(atom) if atom.startswith("[") else dsl.Literal(atom), low, high).render()
+    """``atom`` (a class when ``size`` > 1, else one character) with a quantifier."""
+    body = dsl.Quantified(dsl.CharClass(atom) if size > 1 else dsl.Literal(atom), low, high).render()
     top = dsl.MAX_EXAMPLE_LEN if high is None else high
     return Part(body, _log_sum_powers(size, low, top) if size > 1 else math.log(top - low + 1))
 
@@ -129,6 +132,41 @@ def shape_parts(strings: Sequence[str]) -> list[list[Part]] | None:
     return None
 
 
+# Every class of the program space, with the characters of the example alphabet it holds.
+CLASS_CHARS = {text: frozenset(c for c in dsl.VALID if dsl.matches(text, c)) for text in (*dsl.CLASSES,
+                                                                                           *dsl.NEGATED_CLASSES)}
+
+
+def column_parts(strings: Sequence[str]) -> list[list[Part]] | None:
+    """For positives of one length (where their runs disagree): per character position the most specific atom
+    holding every positive's character there (the character itself, else the smallest class, negated ones too), the
+    positions with the same atom joined into one quantified part. None for positives of different lengths."""
+    if len({len(s) for s in strings}) != 1:
+        return None
+    atoms: list[tuple[str, int, int]] = []  # (atom, its size: 1 for a character, run length)
+    for chars in zip(*strings, strict=True):
+        if len(set(chars)) == 1:
+            atom, size = chars[0], 1
+        else:
+            holding = [(len(held), text) for text, held in CLASS_CHARS.items() if set(chars) <= held]
+            if not holding:
+                return None
+            size, atom = min(holding)
+        if atoms and atoms[-1][:2] == (atom, size) and size > 1:
+            atoms[-1] = (atom, size, atoms[-1][2] + 1)
+        else:
+            atoms.append((atom, size, 1))
+    parts = []
+    for atom, size, count in atoms:
+        if size == 1 and atom not in dsl.PLAIN_LITERALS + dsl.SPECIAL_LITERALS + dsl.ESCAPED_LITERALS:
+            return None  # a character the program space has no literal for
+        if count > MAX_QUANTIFIER:  # {n} is bounded in the program space: the run is open-ended instead
+            parts.append([_quantified(atom, size, low, None) for low in OPEN_LOWS])
+        else:
+            parts.append([_quantified(atom, size, count, count)])
+    return parts if len(parts) <= 2 * MAX_RUNS else None
+
+
 def _programs(parts: list[list[Part]], limit: int) -> Iterable[Part]:
     """Whole regexes from one option per position, at most ``limit``, the most specific options first."""
     ordered = [sorted(options, key=lambda p: p.log_size) for options in parts]
@@ -145,6 +183,9 @@ def proposals(strings: Sequence[str], limit: int = MAX_CANDIDATES) -> list[Part]
     parts = shape_parts(strings)
     if parts is not None:
         out += _programs(parts, limit)
+    columns = column_parts(strings) if parts is None else None  # only where the runs disagree: a shared shape
+    if columns is not None:  # reads better than a letter two words share by chance ("Hello", "World": the "l")
+        out += _programs(columns, limit)
     for separator in dsl.SEPARATORS:
         if not any(separator in s for s in strings):
             continue
@@ -163,11 +204,16 @@ def proposals(strings: Sequence[str], limit: int = MAX_CANDIDATES) -> list[Part]
     return out
 
 
-def search(examples: Sequence[dsl.Example], limit: int = MAX_CANDIDATES) -> list[str]:
+def search(examples: Sequence[dsl.Example], limit: int = MAX_CANDIDATES, keep: int | None = None) -> list[str]:
     """Regexes of the program space consistent with every example, most specific first (size principle: the log of
-    the strings each matches, times the positives; fewer parts break ties); [] when the positives share no shape this
-    search reads, or no negative leaves one standing."""
+    the strings each matches, times the positives; fewer parts break ties), at most ``keep``; [] when the positives
+    share no shape this search reads, or no negative leaves one standing."""
     positives = [ex.string for ex in examples if ex.positive]
     scored = sorted(proposals(positives, limit), key=lambda p: (len(positives) * p.log_size, p.pieces, p.regex))
-    found = [p.regex for p in scored if dsl.consistent(p.regex, examples)]
-    return list(dict.fromkeys(found))
+    found: dict[str, None] = {}
+    for part in scored:
+        if keep is not None and len(found) >= keep:
+            break
+        if part.regex not in found and dsl.consistent(part.regex, examples):
+            found[part.regex] = None
+    return list(found)
