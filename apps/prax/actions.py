@@ -117,14 +117,21 @@ def remove_examples(examples: Sequence[dict], ticked: Sequence[int] | None) -> l
 
 
 def load_preset(name: str | None) -> list[dict]:
+    """A shipped example set's examples (a name not among them: a UserInputError; the page asks only with one)."""
     if name not in PRESETS:
         raise UserInputError("Choose an example set from the list first.", argument="name")
     return [{"string": string, "label": label} for string, label in PRESETS[name]]
 
 
 def example_choices(examples: Sequence[dict]) -> list[tuple[str, int]]:
-    """(label, index) pairs for the list of examples a visitor can tick to remove."""
-    return [(f"{e['label']}  {e['string']}", i) for i, e in enumerate(examples)]
+    """(label, index) pairs for the list of examples a visitor can tick to remove; the sign as the buttons write it
+    (+ or −)."""
+    return [(f"{sign(e['label'])}  {e['string']}", i) for i, e in enumerate(examples)]
+
+
+def sign(label: str) -> str:
+    """A label as the page writes it: + or − (the minus sign of the "− should not match" button, not a hyphen)."""
+    return "+" if label == "+" else "−"
 
 
 def preset_text(name: str) -> str:
@@ -252,7 +259,7 @@ def render_guesses(title: str, output: PraxOutput | None, message: str = "") -> 
     numbers = "".join(f"<th style='{CELL};text-align:center'>#{i}</th>" for i in range(1, len(output.candidates) + 1))
     checks = "".join(
         f"<tr><td style='{CELL};overflow-wrap:anywhere;font-family:ui-monospace,monospace'>"
-        f"{views.text(e.string)}</td><td style='{CELL}'>{e.label}</td>"
+        f"{views.text(e.string)}</td><td style='{CELL}'>{sign(e.label)}</td>"
         + "".join(f"<td style='{CELL};text-align:center'>{'✓' if c.matches[j] else '✗'}</td>"
                   for c in output.candidates) + "</tr>"
         for j, e in enumerate(output.examples))
@@ -271,16 +278,18 @@ def render_guesses(title: str, output: PraxOutput | None, message: str = "") -> 
 
 
 def suggestion_markdown(s: PraxSuggestion) -> str:
-    return (f"Try <code>{views.text(s.example.string)}</code> as **{'+' if s.example.positive else '−'}**: "
-            f"assuming you mean <code>{views.text(s.assumed_program)}</code>, it leaves "
-            f"{s.remaining} of {s.n_programs} candidate regexes "
-            f"(S1 = {s.speaker_probability:.2f} over {s.n_candidates} candidate examples).")
+    """The suggestion in words: the example, the guess it assumes, how many of the listener's guesses it leaves, and
+    among how many strings it was chosen (the RSA speaker's probability stays in the API's answer)."""
+    left = "only that guess" if s.remaining == 1 else f"{s.remaining} of its {s.n_programs} guesses"
+    return (f"Try <code>{views.text(s.example.string)}</code> as **{sign(s.example.label)}**: "
+            f"if you mean <code>{views.text(s.assumed_program)}</code>, the listener's best guess, it leaves {left} "
+            f"standing; of {s.n_candidates} strings tried, it singles that guess out best.")
 
 
 def preview() -> str:
     """The hub card's picture: the first example set, as the page lists it."""
     name, examples = next(iter(PRESETS.items()))
-    chips = "".join(f"<code style='{CHIP}'>{'+' if label == '+' else '−'} {views.text(string)}</code>"
+    chips = "".join(f"<code style='{CHIP}'>{sign(label)} {views.text(string)}</code>"
                     for string, label in examples)
     return f"<div style='display:flex;flex-wrap:wrap;gap:.4rem;justify-content:center'>{chips}</div>"
 

@@ -127,6 +127,8 @@ def _wire_examples(w: SimpleNamespace) -> None:
         return kept, _listed(kept)
 
     def load(name):  # the menu empties again, so the same set can be chosen again after edits
+        if not name:  # the menu opened and closed without a choice: nothing to do, nothing to say
+            return gr.skip(), gr.skip(), gr.skip(), gr.skip()
         loaded = actions.load_preset(name)
         return loaded, _listed(loaded), None, None
 

@@ -234,3 +234,19 @@ def test_a_long_reguess_says_how_long_before_it_starts(ctx, monkeypatch):
     blocks = page.build(ctx)
     event = next(f for f in blocks.fns.values() if f.name == "run_estimate")
     assert [c.label for c in event.inputs] == ["Samples per listener", "Literal listener", "Pragmatic listener (PraX)"]
+
+
+def test_the_page_writes_signs_and_suggestions_for_people(ctx):
+    """The list, the guesses' table and the card write − (the button's minus sign) for a negative example; the
+    suggestion reads in words (no "S1 = 0.01 over 130 candidate examples"); the example-set menu closed without a
+    choice does nothing (it warned "Choose an example set from the list first.")."""
+    blocks = page.build(ctx)
+    examples = [{"string": "ab1", "label": "+"}, {"string": "x", "label": "-"}]
+    assert [label for label, _ in actions.example_choices(examples)] == ["+  ab1", "−  x"]
+    assert "−" in actions.preview() and "- " not in actions.preview()
+    suggestion, text, _ = _handler(blocks, "suggest_example")(examples, "tiny-literal")
+    assert "S1" not in text and "candidate examples" not in text
+    assert "the listener's best guess" in text and "singles that guess out best" in text
+    assert _handler(blocks, "load")(None) == (gr.skip(),) * 4
+    loaded, listed, _, _ = _handler(blocks, "load")("capitalised word")
+    assert [label for label, _ in listed["choices"]][-1] == "−  HELLO"

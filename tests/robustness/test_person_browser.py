@@ -431,3 +431,25 @@ def test_molm3d_opens_drawn_and_an_example_redraws_everything_at_720px(narrow, t
     assert narrow.evaluate("document.documentElement.scrollWidth") <= 720
     narrow.screenshot(path=tmp_path / "molm3d-720.png", full_page=True)
     assert narrow.console_errors == []
+
+
+def test_prax_example_set_menu_dismissed_says_nothing_and_a_chosen_set_reads_with_minus_signs(narrow, tmp_path):
+    """A reader opens "Start from an example set", changes their mind (Escape, a click elsewhere): no warning. Then
+    picks "semicolon-separated codes", the set no bundled listener's samples fit: the list writes − as the button
+    does, and both panels still show regexes, from the search, and say so."""
+    narrow.goto(f"{narrow.base}/prax")
+    menu = narrow.get_by_label("Start from an example set")
+    menu.click(timeout=60_000)
+    narrow.keyboard.press("Escape")
+    narrow.get_by_text("Literal listener").first.click()
+    narrow.wait_for_timeout(1500)
+    expect(narrow.locator("[data-testid='toast-body']")).to_have_count(0)
+    menu.click()
+    narrow.get_by_role("option", name="semicolon-separated codes").click()
+    expect(narrow.get_by_text("−  a1,b2")).to_be_visible(timeout=60_000)
+    for title in ("Literal listener", "PraX listener"):
+        panel = narrow.locator("h4", has_text=title).locator("xpath=..")
+        expect(panel).to_contain_text("come from a search of the regexes shaped like the examples", timeout=120_000)
+        expect(panel.locator("code").first).to_have_text(re.compile(r".+"))
+    assert narrow.evaluate("document.documentElement.scrollWidth") <= 720
+    narrow.screenshot(path=tmp_path / "prax-search-720.png", full_page=True)
