@@ -16,7 +16,7 @@ from apps import views
 from apps.prax import DEMO, checks
 from apps.prax.game import Game
 from shared.context import DemoContext
-from shared.errors import UserInputError, WeightsUnavailable
+from shared.errors import UserInputError, WeightsUnavailable, page_inputs
 from shared.pace import Pace, duration_text
 
 if TYPE_CHECKING:
@@ -71,8 +71,10 @@ def check_suggest(examples) -> None:
     checks.check_inputs(examples, num_samples=checks.SUGGEST_SAMPLES)
 
 
-def check_suggest_example(examples, weights) -> None:
-    """The page's Suggest button: the examples and the pragmatic listener's weights."""
+@page_inputs(examples="string")
+def check_suggest_example(examples, weights, string: str = "") -> None:
+    """The page's Suggest button: the examples and the pragmatic listener's weights. A refusal about the examples
+    (none yet) is shown beside the example box, the ``string`` input (the list itself is the page's state)."""
     check_weights(weights)
     check_suggest(examples)
 

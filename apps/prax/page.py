@@ -157,7 +157,7 @@ def _wire_models(ctx: DemoContext, w: SimpleNamespace) -> None:
         return actions.update(ctx, examples, literal_weights, pragmatic_weights, num_samples, game,
                               ui.download_progress(progress), _steps(progress, "Sampling regexes"))
 
-    def suggest_example(examples, weights, progress=gr.Progress()):  # not "suggest": that api_name is the API's
+    def suggest_example(examples, weights, string="", progress=gr.Progress()):  # "suggest" is the API's name
         s = actions.suggest(ctx, examples, weights, ui.download_progress(progress), _steps(progress, "Sampling"))
         return s.to_dict(), actions.suggestion_markdown(s), gr.update(visible=True)
 
@@ -168,7 +168,7 @@ def _wire_models(ctx: DemoContext, w: SimpleNamespace) -> None:
               [w.examples, w.literal_weights, w.pragmatic_weights, w.samples, w.game],
               [w.literal_out, w.pragmatic_out, w.game, w.game_md], trigger_mode="always_last",
               validator=ui.validator(actions.check_update), **ui.model_events(ctx), **INTERNAL),
-        w.suggest.click(ui.model_call(suggest_example), [w.examples, w.pragmatic_weights],
+        w.suggest.click(ui.model_call(suggest_example), [w.examples, w.pragmatic_weights, w.text],
                         [w.suggestion, w.suggestion_md, w.accept],
                         validator=ui.validator(actions.check_suggest_example), **ui.model_events(ctx), **INTERNAL))
 

@@ -453,3 +453,21 @@ def test_prax_example_set_menu_dismissed_says_nothing_and_a_chosen_set_reads_wit
         expect(panel.locator("code").first).to_have_text(re.compile(r".+"))
     assert narrow.evaluate("document.documentElement.scrollWidth") <= 720
     narrow.screenshot(path=tmp_path / "prax-search-720.png", full_page=True)
+
+
+def test_prax_suggest_with_no_examples_says_why_beside_the_example_box(narrow, tmp_path):
+    """"Suggest an informative example" before any example: the sentence shows beside the example box (it was a 422
+    in the console and nothing on the page); after one example, Suggest answers."""
+    narrow.goto(f"{narrow.base}/prax")
+    suggest = narrow.get_by_role("button", name="Suggest an informative example")
+    suggest.click(timeout=60_000)
+    box = narrow.get_by_label("Example string")
+    sentence = narrow.get_by_text("There are no examples yet, so there is nothing to guess from")
+    expect(sentence).to_be_visible(timeout=30_000)
+    gap = sentence.bounding_box()["y"] - box.bounding_box()["y"]
+    assert abs(gap) < 120, f"the sentence is {gap:.0f} px from the example box"
+    narrow.screenshot(path=tmp_path / "prax-suggest-empty-720.png")
+    enter_examples(box, "ab1")
+    suggest.click()
+    expect(narrow.get_by_text("Try ")).to_be_visible(timeout=120_000)
+    expect(narrow.get_by_text("the listener's best guess")).to_be_visible()
