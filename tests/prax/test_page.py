@@ -168,7 +168,7 @@ def test_page_handlers_show_download_bytes_and_sampling_steps(ctx, monkeypatch):
     assert shown.count(((50, 100), "Downloading weights", "bytes")) == 2  # one per listener
     assert [v for v, desc, _ in shown if desc == "Sampling regexes"] == [(1, 4), (2, 4), (3, 4), (4, 4)]
     shown.clear()
-    _handler(blocks, "suggest_example")(SPEC, "tiny-literal", progress)
+    _handler(blocks, "suggest_example")(SPEC, "tiny-literal", "", progress)
     assert shown[0] == ((50, 100), "Downloading weights", "bytes") and shown[-1][0] == (2, 2)
 
 
