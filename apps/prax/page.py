@@ -112,8 +112,16 @@ SEND_AND_EMPTY = f"""(examples, string, game) => {{
   if (box) {{ box.value = ''; box.dispatchEvent(new Event('input', {{bubbles: true}})); }}
   return [examples, string, game];
 }}"""
-# ... and a refused string comes back to be fixed, unless the person has typed something else since.
-GIVE_BACK = "(text, refused) => (text === '' && refused) ? refused : text"
+# ... and a refused string comes back to be fixed, unless the person has typed something else since: focused and
+# selected, so what is typed next replaces it (it was appended to it: "abc" refused, then "123" sent "abc123").
+GIVE_BACK = f"""(text, refused) => {{
+  if (text !== '' || !refused) return text;
+  setTimeout(() => {{
+    const box = document.querySelector('#{BOX_ID} textarea, #{BOX_ID} input');
+    if (box) {{ box.focus(); box.select(); }}
+  }}, 50);
+  return refused;
+}}"""
 
 
 def _wire_examples(w: SimpleNamespace) -> None:
