@@ -578,6 +578,8 @@ CSS = """
 .gradio-container table { display: block; max-width: 100%; overflow-x: auto; }
 .demohub-quiet:not(:has(.demohub-notice, p, li)) { display: none !important; }
 .gradio-container pre, .gradio-container code { white-space: pre-wrap; overflow-wrap: anywhere; }
+.gradio-container label { max-width: 100%; }
+.gradio-container label span { overflow-wrap: anywhere; }
 """ + views.CARDS_CSS + EMBED_CSS
 
 

@@ -12,7 +12,7 @@ from types import SimpleNamespace
 import gradio as gr
 
 from apps import ui
-from apps.prax import actions, dsl
+from apps.prax import actions
 from shared.context import DemoContext
 from shared.errors import UserInputError
 
@@ -42,7 +42,8 @@ def build(ctx: DemoContext) -> gr.Blocks:
 
 
 def _examples_section(w: SimpleNamespace) -> None:
-    w.text = gr.Textbox(label="Example string", max_length=dsl.MAX_STRING_CHARS, elem_id=BOX_ID,
+    # No max_length: the browser would cut a long paste silently; the check says how long it is and the limit.
+    w.text = gr.Textbox(label="Example string", elem_id=BOX_ID,
                         placeholder="type a string, then press + or − (Enter adds it as +)")
     with gr.Row():
         w.add_pos = gr.Button("+ should match", variant="primary")

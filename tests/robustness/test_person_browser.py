@@ -473,3 +473,23 @@ def test_prax_suggest_with_no_examples_says_why_beside_the_example_box(narrow, t
     suggest.click()
     expect(narrow.get_by_text("Try ")).to_be_visible(timeout=120_000)
     expect(narrow.get_by_text("the listener's best guess")).to_be_visible()
+
+
+def test_prax_a_long_paste_is_refused_with_its_length_and_a_long_example_stays_in_its_card(narrow, tmp_path):
+    """A 5,000-character paste is not cut to 100 in silence: the sentence says how long it is and the limit; a
+    100-character example is listed within the card at 720 px (its chip overflowed)."""
+    narrow.goto(f"{narrow.base}/prax")
+    box = narrow.get_by_label("Example string")
+    box.fill("ab" * 2500, timeout=60_000)
+    narrow.get_by_role("button", name="+ should match").click()
+    expect(narrow.locator("[data-testid='toast-body']")).to_contain_text("is 5000 characters long; the limit is 100",
+                                                                         timeout=60_000)
+    box.fill("x" * 100)
+    narrow.get_by_role("button", name="+ should match").click()
+    chip = narrow.locator("label", has=narrow.locator("input[type=checkbox]")).first
+    expect(chip).to_contain_text("x" * 100, timeout=60_000)
+    card = chip.locator("xpath=ancestor::*[contains(concat(' ', @class, ' '), ' block ')][1]")
+    right = card.bounding_box()["x"] + card.bounding_box()["width"]
+    assert chip.bounding_box()["x"] + chip.bounding_box()["width"] <= right + 1, "the chip runs out of its card"
+    assert narrow.evaluate("document.documentElement.scrollWidth") <= 720
+    narrow.screenshot(path=tmp_path / "prax-long-720.png", full_page=True)
