@@ -160,8 +160,8 @@ def test_outputs_live_in_gradios_cache(public_hub, public_config, small_png):
     assert status == 200, event_id
     answer = raw.results(public_hub.url, session, 1)[event_id]
     assert answer.ok, answer.message
-    table, downloads, note = answer.data
-    assert len(table["data"]) == 2 and note == "2 image(s) processed."
+    table, downloads, note, files_note = answer.data  # files_note: the batch's sentence under its input, none here
+    assert len(table["data"]) == 2 and note == "2 image(s) processed." and files_note == ""
     assert [Path(f["path"]).name for f in downloads] == ["tag2text.csv", "tag2text.json"]
     outputs = [p for p in public_hub.files_under("gradio") if "demohub-outputs" in p.parts]
     assert {p.name for p in outputs} >= {"tag2text.csv", "tag2text.json"}
