@@ -9,7 +9,7 @@ from typing import Any
 
 import streamlit as st
 
-from apps.streamlit_ui import demo_context, paper_card, saved_upload, show_error, weights_select
+from apps.streamlit_ui import demo_context, embed_section, paper_card, saved_upload, show_error, weights_select
 from shared.api import Endpoint, Input, attribute
 from shared.errors import UserInputError
 from shared.uploads import GRADIO_FILE
@@ -29,6 +29,7 @@ def render(demo_id: str) -> None:
     for tab, endpoint in zip(tabs, endpoints, strict=True):
         with tab:
             form(ctx, endpoint, weights)
+    embed_section(demo_id)
 
 
 def form(ctx, endpoint: Endpoint, weights: str) -> None:

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import html
 import tempfile
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import streamlit as st
 
-from apps import get_demo
+from apps import get_demo, views
 from apps.settings import from_env
 from shared.context import DemoContext
 from shared.errors import user_message
@@ -66,3 +68,24 @@ def saved_upload(upload) -> Path:
         path.write_bytes(upload.getvalue())
         saved[upload.file_id] = path
     return path
+
+
+def embed_section(demo_id: str) -> None:
+    """The "Embed this demo" section, as on the Gradio pages: an iframe of this page's embedded view (Streamlit's
+    ``?embed=true``) at the hub's public address (``--public-url``, a Space's host), else at the address this visitor
+    reached (``st.context.url``: behind a proxy too), with the warning first where only this machine or its local
+    network reaches it. None in the embedded view itself."""
+    if st.context.is_embedded:
+        return
+    demo, public = get_demo(demo_id), from_env().public_address
+    reached = urlsplit(st.context.url or "")
+    page = f"{public}/{demo_id}" if public else f"{reached.scheme}://{reached.netloc}{reached.path}".rstrip("/")
+    snippet = (f'<iframe src="{html.escape(page)}?embed=true" title="{html.escape(demo.title)}" '
+               f'style="border:0;width:100%" height="{demo.embed_height}" loading="lazy"></iframe>')
+    with st.expander("Embed this demo"):
+        reach = "" if public else views.local_reach(reached.hostname or "")
+        if reach:
+            st.warning(views.LOCAL_ADDRESS_WARNING.replace("DEMO", demo_id).replace("ADDRESS", page)
+                       .replace("REACH", reach))
+        st.write("Paste this into your paper's project page:")
+        st.code(snippet, language="html")

@@ -498,13 +498,9 @@ def embed_snippets(demo: Demo, page_url: str, space_id: str | None = None) -> di
 # Where the page's address is one only its visitor can reach, the embed section says so before its snippets, and how
 # to get an address others can reach. The browser decides (it knows the address it reached); ADDRESS and REACH are
 # filled in there.
-LOCAL_ADDRESS_WARNING = (
-    "This page's address, ADDRESS, works only REACH: pasted into your paper's page, the frame would stay empty for "
-    "every other reader. For an address others can reach: put this demo on a Hugging Face Space "
-    "(`demohub deploy DEMO --space-id OWNER/NAME`; the Space's page then gives its own snippets), open a temporary "
-    "public link (`demohub serve --share`), or, where the hub has a public address of its own (a domain, a reverse "
-    "proxy), start it with `--public-url https://your.domain` and these snippets use it.")
-# The hosts only this machine, or only its local network, reaches (the browser's location.hostname).
+LOCAL_ADDRESS_WARNING = views.LOCAL_ADDRESS_WARNING  # the Streamlit pages say the same (apps/streamlit_ui.py)
+# The hosts only this machine, or only its local network, reaches (the browser's location.hostname); the same rule as
+# ``views.local_reach`` (tests/hub/test_look.py runs both on one table of hosts).
 _LOCAL_HOST_JS = """(host) => {
   const h = host.replace(/^\\[|\\]$/g, "").toLowerCase();
   if (h === "localhost" || h.endsWith(".localhost") || /^127\\./.test(h) || h === "::1" || h === "0.0.0.0")

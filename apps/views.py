@@ -156,3 +156,37 @@ def preview_of(demo) -> str:
 
         log.warning("the %s card's preview failed", demo.id, exc_info=True)
         return ""
+
+
+# Where the page's address is one only its visitor can reach, a page's embed section says so before its snippets, and
+# how to get an address others can reach (Gradio's pages decide in the browser, Streamlit's from the request's Host;
+# ADDRESS, REACH and DEMO are filled in).
+LOCAL_ADDRESS_WARNING = (
+    "This page's address, ADDRESS, works only REACH: pasted into your paper's page, the frame would stay empty for "
+    "every other reader. For an address others can reach: put this demo on a Hugging Face Space "
+    "(`demohub deploy DEMO --space-id OWNER/NAME`; the Space's page then gives its own snippets), open a temporary "
+    "public link (`demohub serve --share`), or, where the hub has a public address of its own (a domain, a reverse "
+    "proxy), start it with `--public-url https://your.domain` and these snippets use it.")
+
+
+def local_reach(host: str) -> str:
+    """"on this machine" or "inside this local network" for a host only those reach (a page's address, without its
+    port), else "": loopback, private and link-local addresses, machine names without a domain, .local and friends."""
+    import ipaddress
+
+    name = host.strip("[]").lower()
+    if not name:  # no address known (no request): nothing to say
+        return ""
+    if name == "localhost" or name.endswith(".localhost") or name == "0.0.0.0":
+        return "on this machine"
+    try:
+        address = ipaddress.ip_address(name)
+    except ValueError:
+        if "." not in name or name.endswith((".local", ".internal", ".lan")):
+            return "inside this local network"
+        return ""
+    if address.is_loopback:
+        return "on this machine"
+    if address.is_private or address.is_link_local:
+        return "inside this local network"
+    return ""

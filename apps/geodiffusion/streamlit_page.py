@@ -11,7 +11,7 @@ import streamlit as st
 from apps.geodiffusion import actions
 from apps.geodiffusion.actions import GeoDiffusionPage
 from apps.geodiffusion.layout import MAX_GUIDANCE, MAX_SEED, MAX_STEPS
-from apps.streamlit_ui import demo_context, paper_card, show_error, weights_select
+from apps.streamlit_ui import demo_context, embed_section, paper_card, show_error, weights_select
 from apps.views import text
 from shared.errors import UserInputError
 
@@ -72,3 +72,4 @@ if result := st.session_state.get("geodiffusion-result"):
     st.image(list(images), caption=list(captions))
     st.download_button("Export as COCO dataset", actions.export_bytes(result), "geodiffusion_coco.zip",
                        mime="application/zip")
+embed_section("geodiffusion")

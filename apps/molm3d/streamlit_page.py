@@ -8,7 +8,7 @@ import streamlit.components.v1 as components
 
 from apps.molm3d import actions
 from apps.molm3d.tasks import DECODINGS, TASKS
-from apps.streamlit_ui import demo_context, paper_card, progress, show_error, weights_select
+from apps.streamlit_ui import demo_context, embed_section, paper_card, progress, show_error, weights_select
 from apps.views import text
 
 ctx = demo_context("molm3d")
@@ -50,3 +50,4 @@ try:
     st.dataframe([dict(zip(headers, row, strict=True)) for row in rows], hide_index=True)
 except Exception as error:
     show_error(error)
+embed_section("molm3d")

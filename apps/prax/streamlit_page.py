@@ -5,7 +5,7 @@ same actions as the Gradio page (actions.py); the examples, the suggestion and t
 import streamlit as st
 
 from apps.prax import actions
-from apps.streamlit_ui import demo_context, paper_card, progress, show_error
+from apps.streamlit_ui import demo_context, embed_section, paper_card, progress, show_error
 
 ctx = demo_context("prax")
 paper_card("prax")
@@ -87,3 +87,4 @@ except Exception as error:
 if state["prax-suggestion"] is not None:
     st.markdown(state["prax-suggestion-text"], unsafe_allow_html=True)  # its strings escaped (views.text)
     st.button("Add the suggestion", on_click=accept_suggestion)
+embed_section("prax")

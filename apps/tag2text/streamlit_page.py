@@ -8,7 +8,7 @@ from pathlib import Path
 
 import streamlit as st
 
-from apps.streamlit_ui import demo_context, paper_card, saved_upload, show_error, weights_select
+from apps.streamlit_ui import demo_context, embed_section, paper_card, saved_upload, show_error, weights_select
 from apps.tag2text import actions
 from apps.views import text
 
@@ -72,3 +72,4 @@ with batch:
                      hide_index=True)
         for path in actions.write_exports(output, Path(tempfile.mkdtemp(prefix="demohub-tag2text-"))):
             st.download_button(f"Download {path.name}", path.read_bytes(), file_name=path.name)
+embed_section("tag2text")

@@ -118,14 +118,25 @@ def test_the_hub_navigation_names_each_demo_by_its_paper():
     assert [d.name for d in apps.DEMOS][:5] == ["GeoDiffusion", "MERT", "3D-MoLM", "PraX", "Tag2Text"]
 
 
-@pytest.mark.parametrize("host, reach", [
+HOSTS = [
     ("127.0.0.1", "on this machine"), ("localhost", "on this machine"), ("[::1]", "on this machine"),
     ("lab.localhost", "on this machine"), ("0.0.0.0", "on this machine"),
     ("10.1.2.3", "inside this local network"), ("192.168.0.12", "inside this local network"),
     ("172.20.0.5", "inside this local network"), ("fd12:3456::1", "inside this local network"),
     ("gpu-box", "inside this local network"), ("gpu-box.local", "inside this local network"),
     ("172.32.0.1", ""), ("8.8.8.8", ""), ("demos.example.org", ""), ("lab-prax.hf.space", ""),
-])
+]
+
+
+@pytest.mark.parametrize("host, reach", HOSTS)
+def test_the_streamlit_pages_know_the_same_addresses(host, reach):
+    """The Streamlit pages decide on the server (the request's Host) by the same rule as the browser's below."""
+    from apps import views
+
+    assert views.local_reach(host) == reach
+
+
+@pytest.mark.parametrize("host, reach", HOSTS)
 def test_the_embed_section_knows_which_addresses_only_some_can_reach(host, reach):
     """The browser's test of its own address (run by Node here, as the page runs it), which decides the warning."""
     import shutil

@@ -152,3 +152,26 @@ def test_the_generated_mert_form_speaks_to_people_and_an_example_fills_it(browse
         page.screenshot(path=tmp_path / f"streamlit-mert-{width}.png", full_page=True)
     finally:
         context.close()
+
+
+@pytest.mark.parametrize("width", [720, 1400])
+def test_the_embed_section_warns_on_a_loopback_hub_and_its_snippet_embeds(browser, streamlit_hub, width, tmp_path):
+    """As on the Gradio pages: reached at 127.0.0.1, the section says first that the address works only here, with
+    the ways to a public one; its iframe snippet (Streamlit's embedded view) shows the demo inside a paper page."""
+    context = browser.new_context(viewport={"width": width, "height": 1000})
+    page = context.new_page()
+    try:
+        page.goto(f"{streamlit_hub}/prax")
+        page.get_by_text("Embed this demo").click(timeout=60_000)
+        warning = page.get_by_text(f"This page's address, {streamlit_hub}/prax, works only on this machine")
+        expect(warning).to_be_visible(timeout=30_000)
+        expect(page.get_by_text("demohub deploy prax --space-id OWNER/NAME")).to_be_visible()
+        snippet = page.locator("code", has_text="<iframe").first.inner_text()
+        assert f'src="{streamlit_hub}/prax?embed=true"' in snippet, snippet
+        page.screenshot(path=tmp_path / f"streamlit-embed-{width}.png")
+        page.set_content(f"<h1>Our paper</h1>{snippet}")  # a paper page that pastes it
+        frame = page.frame_locator("iframe")
+        expect(frame.get_by_text("PraX: regexes from examples").first).to_be_visible(timeout=60_000)
+        expect(frame.get_by_text("Embed this demo")).to_have_count(0)  # the embedded view has no embed section
+    finally:
+        context.close()

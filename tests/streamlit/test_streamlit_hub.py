@@ -331,3 +331,14 @@ def test_prax_page_suggests_an_example_and_plays_the_game(offline):
     button(at, "Guess the regex").click().run()
     assert not at.error, [e.value for e in at.error]
     assert any("literal: " in i.value and "PraX: " in i.value for i in at.info), [i.value for i in at.info]
+
+
+def test_a_hub_given_its_public_address_embeds_with_it(offline, monkeypatch):
+    """--public-url (DEMOHUB_PUBLIC_URL): the Streamlit pages' embed snippet uses it, with no warning."""
+    monkeypatch.setenv("DEMOHUB_PUBLIC_URL", "https://demos.example.org/lab")
+    at = AppTest.from_file(HUB, default_timeout=120).run()
+    at.switch_page("prax/streamlit_page.py").run()
+    assert not at.exception
+    snippets = [c.value for c in at.code if "<iframe" in c.value]
+    assert snippets and 'src="https://demos.example.org/lab/prax?embed=true"' in snippets[0], snippets
+    assert not any("works only" in w.value for w in at.warning)
