@@ -70,7 +70,7 @@ def test_prax_runs_fully_on_its_bundled_listeners(reader, tmp_path):
         expect(box).to_have_value("", timeout=60_000)
     for title in ("Literal listener", "PraX listener"):
         panel = reader.locator("h4", has_text=title).locator("xpath=..")
-        expect(panel).to_contain_text(re.compile(r"ab1\s*\+.*xy7\s*\+.*ab\s*-", re.S), timeout=120_000)
+        expect(panel).to_contain_text(re.compile(r"ab1\s*\+.*xy7\s*\+.*ab\s*−", re.S), timeout=120_000)
     save(reader, "prax", tmp_path)
     assert reader.console_errors == []
 

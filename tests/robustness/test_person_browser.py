@@ -82,13 +82,13 @@ def test_prax_add_examples_and_read_both_listeners(person, tmp_path):
     expect(box).to_have_value("x")
     person.get_by_role("button", name="− should not match").click()
     expect(box).to_have_value("", timeout=60_000)
-    expect(person.get_by_text(re.compile(r"^-\s+x$"))).to_be_visible()
+    expect(person.get_by_text(re.compile(r"^−\s+x$"))).to_be_visible()
     typed = ["cd2", "ef3", "gh4", "ij5"]
     for string in typed:
         box.press_sequentially(string, delay=40)
         box.press("Enter")
         person.wait_for_timeout(200)
-    expected = [("+", "ab1"), ("-", "x"), *(("+", s) for s in typed)]
+    expected = [("+", "ab1"), ("−", "x"), *(("+", s) for s in typed)]
     labels = person.locator("label", has=person.locator("input[type=checkbox]"))
     expect(labels).to_have_text([re.compile(rf"^\s*{re.escape(sign)}\s+{s}\s*$") for sign, s in expected],
                                 timeout=60_000)

@@ -10,6 +10,7 @@ import re
 import subprocess
 import sys
 import time
+from contextlib import contextmanager
 
 import pytest
 import requests
@@ -35,6 +36,16 @@ WHOLE_WORD_LINES = """(element) => {
   }
   return lines;
 }"""
+
+
+@contextmanager
+def visitor(browser, width: int):
+    """A page in a fresh browser context ``width`` px wide."""
+    context = browser.new_context(viewport={"width": width, "height": 1000})
+    try:
+        yield context.new_page()
+    finally:
+        context.close()
 
 
 @pytest.fixture(scope="module")
@@ -64,9 +75,7 @@ def streamlit_hub(tmp_path_factory, tiny_root):
 
 @pytest.mark.parametrize("width", [720, 1400])
 def test_the_landing_cards_fit_and_link_to_their_demos(browser, streamlit_hub, width, tmp_path):
-    context = browser.new_context(viewport={"width": width, "height": 1000})
-    page = context.new_page()
-    try:
+    with visitor(browser, width) as page:
         page.goto(streamlit_hub)
         cards = page.locator(".demo-card")
         expect(cards).to_have_count(len(apps.DEMOS), timeout=60_000)
@@ -85,8 +94,6 @@ def test_the_landing_cards_fit_and_link_to_their_demos(browser, streamlit_hub, w
         page.locator('.demo-card[data-demo="prax"] h3 a').click()
         expect(page).to_have_url(f"{streamlit_hub}/prax", timeout=30_000)
         expect(page.get_by_role("heading", name=prax.title).first).to_be_visible(timeout=60_000)
-    finally:
-        context.close()
 
 
 @pytest.mark.parametrize("width", [720, 1400])
@@ -96,9 +103,7 @@ def test_tag2text_batch_names_a_file_that_is_not_an_image_and_tags_the_others(br
 
     fake = tmp_path / "notes.png"
     fake.write_text("hello")
-    context = browser.new_context(viewport={"width": width, "height": 1000})
-    page = context.new_page()
-    try:
+    with visitor(browser, width) as page:
         page.goto(f"{streamlit_hub}/tag2text")
         page.get_by_role("tab", name="Batch").click(timeout=60_000)
         images = [p for p in example_images() if p.endswith(("beach.png", "car.png"))]
@@ -111,8 +116,6 @@ def test_tag2text_batch_names_a_file_that_is_not_an_image_and_tags_the_others(br
         expect(page.get_by_role("button", name="Download tag2text.json")).to_be_visible()
         assert page.evaluate("document.documentElement.scrollWidth") <= width
         page.screenshot(path=tmp_path / f"streamlit-tag2text-batch-{width}.png", full_page=True)
-    finally:
-        context.close()
 
 
 @pytest.mark.parametrize("width", [720, 1400])
@@ -120,9 +123,7 @@ def test_a_typed_smiles_is_shown_as_written(browser, streamlit_hub, width, tmp_p
     """3D-MoLM's LogP example typed into the Streamlit page: its caption shows the SMILES exactly (Markdown once made
     a link of [N+](C)), with no link inside it."""
     smiles = "CC(=O)OC(CC(=O)[O-])C[N+](C)(C)C"
-    context = browser.new_context(viewport={"width": width, "height": 1000})
-    page = context.new_page()
-    try:
+    with visitor(browser, width) as page:
         page.goto(f"{streamlit_hub}/molm3d")
         box = page.get_by_label("SMILES", exact=True)
         box.fill(smiles, timeout=60_000)
@@ -131,15 +132,11 @@ def test_a_typed_smiles_is_shown_as_written(browser, streamlit_hub, width, tmp_p
         expect(caption).to_have_text(smiles, timeout=60_000)
         assert caption.locator("xpath=..").locator("a").count() == 0, "part of the SMILES became a link"
         page.screenshot(path=tmp_path / f"streamlit-molm3d-{width}.png")
-    finally:
-        context.close()
 
 
 @pytest.mark.parametrize("width", [720, 1400])
 def test_the_generated_mert_form_speaks_to_people_and_an_example_fills_it(browser, streamlit_hub, width, tmp_path):
-    context = browser.new_context(viewport={"width": width, "height": 1000})
-    page = context.new_page()
-    try:
+    with visitor(browser, width) as page:
         page.goto(f"{streamlit_hub}/mert")
         expect(page.get_by_text("What to describe")).to_be_visible(timeout=60_000)
         page.get_by_role("button", name="Piano-like scale, key and pitch over time").click()
@@ -150,17 +147,13 @@ def test_the_generated_mert_form_speaks_to_people_and_an_example_fills_it(browse
             assert word not in body, f"the page shows the API's {word!r}"
         assert page.evaluate("document.documentElement.scrollWidth") <= width
         page.screenshot(path=tmp_path / f"streamlit-mert-{width}.png", full_page=True)
-    finally:
-        context.close()
 
 
 @pytest.mark.parametrize("width", [720, 1400])
 def test_the_embed_section_warns_on_a_loopback_hub_and_its_snippet_embeds(browser, streamlit_hub, width, tmp_path):
     """As on the Gradio pages: reached at 127.0.0.1, the section says first that the address works only here, with
     the ways to a public one; its iframe snippet (Streamlit's embedded view) shows the demo inside a paper page."""
-    context = browser.new_context(viewport={"width": width, "height": 1000})
-    page = context.new_page()
-    try:
+    with visitor(browser, width) as page:
         page.goto(f"{streamlit_hub}/prax")
         page.get_by_text("Embed this demo").click(timeout=60_000)
         warning = page.get_by_text(f"This page's address, {streamlit_hub}/prax, works only on this machine")
@@ -173,5 +166,3 @@ def test_the_embed_section_warns_on_a_loopback_hub_and_its_snippet_embeds(browse
         frame = page.frame_locator("iframe")
         expect(frame.get_by_text("PraX: regexes from examples").first).to_be_visible(timeout=60_000)
         expect(frame.get_by_text("Embed this demo")).to_have_count(0)  # the embedded view has no embed section
-    finally:
-        context.close()
