@@ -185,16 +185,19 @@ def test_a_space_fetches_at_its_start_what_preload_cannot(hub, tmp_path, monkeyp
                   DEMOHUB_WARM="0")
     space = subprocess.Popen([sys.executable, str(REPO_ROOT / "spaces" / "mert" / "app.py")], cwd=tmp_path, env=env,
                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True)
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")  # this process reads the Space's cache; the Space has its own env
+    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setenv("DEMOHUB_CHECKPOINTS", str(tmp_path / "no-bundled"))
     try:
         deadline = time.monotonic() + 120
-        while sorted(server.downloads(ws.repo_id)[before:]) != allowed:
+        # every file asked for, and the last one written into the cache (the server sees a request before the
+        # Space has written its file: once the Space was stopped in between, seen in CI)
+        while (sorted(server.downloads(ws.repo_id)[before:]) != allowed
+               or weights.state("mert", ws) is not weights.WeightState.CACHED):
             assert space.poll() is None, space.stdout.read()[-3000:]
             assert time.monotonic() < deadline, f"fetched {server.downloads(ws.repo_id)[before:]}"
             time.sleep(0.5)
     finally:
         os.killpg(space.pid, signal.SIGTERM)
         space.wait(timeout=30)
-    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
-    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "cache"))
-    monkeypatch.setenv("DEMOHUB_CHECKPOINTS", str(tmp_path / "no-bundled"))
     assert weights.state("mert", ws) is weights.WeightState.CACHED

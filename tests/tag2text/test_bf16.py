@@ -124,6 +124,6 @@ def test_the_streamlit_page_shows_the_precision_note(tmp_path, monkeypatch):
     at = AppTest.from_file(str(REPO_ROOT / "apps" / "streamlit_hub.py"), default_timeout=60).run()
     at.switch_page("tag2text/streamlit_page.py").run()
     assert not at.exception
-    assert [e.label for e in at.expander] == ["Precision and speed"]
+    assert [e.label for e in at.expander] == ["Precision and speed", "Embed this demo"]
     assert actions.precision_note() in [m.value for m in at.expander[0].markdown]
     assert actions.precision_note().startswith("**Precision:** bf16 (DEMOHUB_DTYPE=bf16).")
