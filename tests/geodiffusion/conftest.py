@@ -41,3 +41,17 @@ def offline(tmp_path, monkeypatch):
     monkeypatch.delenv("DEMOHUB_CHECKPOINTS", raising=False)
     monkeypatch.delenv("DEMOHUB_DTYPE", raising=False)
     return tmp_path / "hub"
+
+
+@pytest.fixture
+def offline_page(tmp_path, monkeypatch):
+    """The GeoDiffusion page's actions with no weights anywhere and the Hub offline."""
+    from apps.geodiffusion import DEMO
+    from apps.geodiffusion.actions import GeoDiffusionPage
+    from shared.context import DemoContext
+    from shared.pool import ModelPool
+
+    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "empty-cache"))
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.delenv("DEMOHUB_CHECKPOINTS", raising=False)
+    return GeoDiffusionPage(DemoContext(DEMO, ModelPool(budget_bytes=10**9)))

@@ -4,12 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from apps.geodiffusion import DEMO
 from apps.geodiffusion.actions import GeoDiffusionPage
 from apps.geodiffusion.layout import KNOWN_CONFIGS, encode_prompt, parse_layout
-from shared.context import DemoContext
 from shared.errors import UserInputError
-from shared.pool import ModelPool
 
 NU = KNOWN_CONFIGS["nuimages-256x256"]
 TW = KNOWN_CONFIGS["nuimages-time-weather-512x512"]
@@ -56,14 +53,6 @@ def test_too_many_boxes_per_checkpoint():
         parse_layout({"bbox": [box] * 23}, NU)
     with pytest.raises(UserInputError, match="at most 18 boxes.*has 19"):
         parse_layout({"bbox": [box] * 19}, COCO)
-
-
-@pytest.fixture
-def offline_page(tmp_path, monkeypatch):
-    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "empty-cache"))
-    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
-    monkeypatch.delenv("DEMOHUB_CHECKPOINTS", raising=False)
-    return GeoDiffusionPage(DemoContext(DEMO, ModelPool(budget_bytes=10**9)))
 
 
 @pytest.mark.parametrize(("args", "match"), [

@@ -8,14 +8,11 @@ import json
 
 import pytest
 
-from apps.geodiffusion import DEMO
-from apps.geodiffusion.actions import GeoDiffusionPage, editor_value, layout_from_editor
+from apps.geodiffusion.actions import editor_value, layout_from_editor
 from apps.geodiffusion.checks import check_inputs
 from apps.geodiffusion.layout import KNOWN_CONFIGS, BoxProblem, parse_layout
 from apps.geodiffusion.page import build
-from shared.context import DemoContext
 from shared.errors import UserInputError
-from shared.pool import ModelPool
 
 COCO = KNOWN_CONFIGS["coco-stuff-256x256"]
 NU = KNOWN_CONFIGS["nuimages-256x256"]
@@ -102,35 +99,27 @@ def test_unreadable_text_keeps_the_last_readable_layout_and_takes_no_edits(text)
     assert layout_from_editor(json.dumps(edited), text) is text, "the person's text is theirs to fix"
 
 
-@pytest.fixture
-def page(tmp_path, monkeypatch):
-    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "empty-cache"))
-    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
-    monkeypatch.delenv("DEMOHUB_CHECKPOINTS", raising=False)
-    return GeoDiffusionPage(DemoContext(DEMO, ModelPool(budget_bytes=10**9)))
-
-
-def test_the_page_checks_the_layout_as_generate_does_and_marks_the_layout_box(page):
+def test_the_page_checks_the_layout_as_generate_does_and_marks_the_layout_box(offline_page):
     from apps import ui
 
     text = json.loads(START)
     text["bbox"][1][0] = "unicorn"
     with pytest.raises(UserInputError) as refused:
-        page.check_generate(json.dumps(text), "coco-stuff-256x256")
+        offline_page.check_generate(json.dumps(text), "coco-stuff-256x256")
     with pytest.raises(UserInputError) as checked:
-        page.check_layout(json.dumps(text), "coco-stuff-256x256")
+        offline_page.check_layout(json.dumps(text), "coco-stuff-256x256")
     assert str(checked.value) == str(refused.value) == UNICORN
-    layout_box, checkpoint = ui.validator(page.check_layout)(json.dumps(text), "coco-stuff-256x256")
+    layout_box, checkpoint = ui.validator(offline_page.check_layout)(json.dumps(text), "coco-stuff-256x256")
     assert (layout_box["is_valid"], layout_box["message"], checkpoint["is_valid"]) == (False, UNICORN, True)
-    assert all(r["is_valid"] for r in ui.validator(page.check_layout)(START, "coco-stuff-256x256"))
+    assert all(r["is_valid"] for r in ui.validator(offline_page.check_layout)(START, "coco-stuff-256x256"))
 
 
-def test_the_layout_check_is_the_last_event_of_whatever_changes_or_reads_the_layout(page):
+def test_the_layout_check_is_the_last_event_of_whatever_changes_or_reads_the_layout(offline_page):
     """Gradio runs a trigger's events one after another and clears an input's sentence when an event that reads the
     input starts or a later event ends: the layout check is the last event of a change of the layout text and of a
     change of checkpoint (after the weights banner's), and follows every other event that reads the layout text (but
     Generate, whose own check says the same)."""
-    blocks = build(page.ctx)
+    blocks = build(offline_page.ctx)
     by_id = {getattr(b, "elem_id", None): b for b in blocks.blocks.values()}
     layout_box, checkpoint = by_id["geo-layout-json"], next(
         b for b in blocks.blocks.values() if getattr(b, "label", None) == "Checkpoint")
