@@ -39,7 +39,8 @@ def main(argv: list[str] | None = None) -> int:
     print("|---|---|---|---|---|---|---|")
     for label, path in SPEC_FILES.items():
         specs = load_specs(ROOT / path, args.limit)
-        runs = {name: [score(listeners[name], specs, num_samples=args.samples, seed=seed) for seed in args.seeds]
+        runs = {name: [score(listeners[name], specs, num_samples=args.samples, seed=seed, listener_only=True)
+                        for seed in args.seeds]
                 for name in args.sets}
         cells = {name: {metric: summary([r[metric] for r in runs[name]]) for metric in ("top1", "top10")}
                  for name in args.sets}

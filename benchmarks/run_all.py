@@ -49,6 +49,12 @@ BENCHMARKS = [
     ("PraX: bundled pragmatic vs literal listener", "`tiny-literal` on the same held-out specs, same run, 50 listener "
      "samples per spec, 3 sampling seeds; the paper claims pragmatic training wins on informative examples",
      "python benchmarks/prax_listeners.py --samples 50"),
+    ("PraX on the example sets people wrote", "each bundled listener's samples alone, ranked as upstream (before issue "
+     "#38), same sets, same run; goal: the default listener finds a consistent regex for ≥ 95% of sets and puts the "
+     "intended one first for ≥ 25%, pragmatic ≥ literal", "python benchmarks/prax_people.py"),
+    ("PraX: a guess on the page, warm and first after start", "the listeners without the search (before issue #38), "
+     "same sets, same run; goal: a warm guess ≤ 1.5 s, the first guess ≤ 5 s after the hub prints its address",
+     "python benchmarks/prax_guess.py --hubs 3"),
     ("Tag2Text: memory of a batch zip", "every image of the zip decoded at full size and kept (the intake before "
      "#12), each case in a fresh process; goal: the 12 × 7000² zip refused with < 300 MB growth",
      "python benchmarks/upload_memory.py"),

@@ -44,9 +44,10 @@ DEMO = Demo(
     page="apps.prax.page",
     api="apps.prax.api",
     preview="apps.prax.actions:preview",
-    about="type strings that should and should not match; a literal and a pragmatic listener guess the regex you "
-          "mean, re-guessing at every change. Suggest the most informative next example, or play the paper's game: "
-          "teach the listeners a regex they cannot see.",
+    about="type strings that should and should not match; a search of the paper's program space answers at once, "
+          "then a literal and a pragmatic listener rank its regexes with their own, re-guessing at every change. "
+          "Suggest the most informative next example, or play the paper's game: teach the listeners a regex they "
+          "cannot see.",
     weights_give="the paper's ByT5 listeners",
     embed_height=1400,
     requirements=("transformers>=4.50", "regex>=2024.0", "greenery>=4.2"),

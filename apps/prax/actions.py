@@ -15,12 +15,13 @@ from typing import TYPE_CHECKING
 from apps import views
 from apps.prax import DEMO, checks
 from apps.prax.game import Game
+from apps.prax.ranking import SEARCH_ONLY
 from shared.context import DemoContext
 from shared.errors import UserInputError, WeightsUnavailable, page_inputs
 from shared.pace import Pace, duration_text
 
 if TYPE_CHECKING:
-    from apps.prax.pipeline import PraxOutput, PraxSuggestion
+    from apps.prax.pipeline import Candidate, PraxOutput, PraxSuggestion
     from shared.pipeline import Callback
     from shared.weights import Progress
 
@@ -37,10 +38,11 @@ BF16_TRADE_OFF = ("bf16 on a CPU with native bf16 (`demohub doctor` says): 1.3×
 WORKS_WITHOUT = "The bundled tiny listeners (tiny-literal, tiny-pragmatic) work without any download."
 NO_EXAMPLES = "No examples yet, so no guess: add a string that should (+) or should not (−) match."
 START = "Add an example to see guesses."
+SAMPLING = "The listener is sampling its own guesses; they follow."
 PRESETS = {
     "digits then letters": [("12ab", "+"), ("07xyz", "+"), ("1ab", "-"), ("12", "-")],
     "capitalised word": [("Hello", "+"), ("World", "+"), ("hello", "-"), ("HELLO", "-")],
-    "semicolon-separated codes": [("a1;b2", "+"), ("c3;d4;e5", "+"), ("a1,b2", "-"), ("a1", "+")],
+    "semicolon-separated numbers": [("12;7", "+"), ("3;45;600", "+"), ("8", "+"), ("12,7", "-")],
 }
 
 
@@ -183,6 +185,17 @@ def suggest(ctx: DemoContext, examples, weights: str | None = None, on_download:
         return pipe.suggest_example(examples, callback=callback)
 
 
+def search_panels(examples: Sequence[dict], literal_weights: str, pragmatic_weights: str) -> tuple[str, str]:
+    """Both panels with the search's own guesses (torch-free, a fraction of a second): what the page shows at once,
+    while the listeners load and sample."""
+    from apps.prax.ranking import search_only
+
+    checked, _, _ = checks.check_inputs(examples, k=SHOWN, num_samples=1)
+    output = search_only(checked, SHOWN)
+    return tuple(render_guesses(f"{title} ({name})", output, SAMPLING)
+                 for title, name in (("Literal listener", literal_weights), ("PraX listener", pragmatic_weights)))
+
+
 def update(ctx: DemoContext, examples: Sequence[dict], literal_weights: str, pragmatic_weights: str,
            num_samples: int, game: dict | None, on_download: Progress | None = None,
            callback: Callback | None = None) -> tuple[str, str, dict | None, str]:
@@ -245,18 +258,18 @@ def render_guesses(title: str, output: PraxOutput | None, message: str = "") -> 
     """Two small tables that read at any width: the guesses (rank, regex in monospace, score), then one row per
     example with ✓/✗ per guess. Each scrolls inside its own box when too wide, never the page."""
     head = f"<h4>{html.escape(title)}</h4>"
-    if output is None:
+    searching = output is not None and output.weights == SEARCH_ONLY
+    if output is None or (searching and not output.candidates):
         return head + f"<p><em>{html.escape(message)}</em></p>"
     if not output.candidates:
-        return head + (f"<p>No regex consistent with all {len(output.examples)} examples among "
-                       f"{output.n_samples} samples. Try more samples or simpler examples.</p>")
+        return head + f"<p>{html.escape(no_regex(output))}</p>"
 
     def scrolling(table: str) -> str:
         return f"<div style='overflow-x:auto;max-width:100%'><table style='{GUESS_TABLE}'>{table}</table></div>"
 
     guesses = "".join(
         f"<tr><td style='{CELL}'>{i}</td><td style='{CELL}'><code style='{REGEX}'>{views.text(c.program)}</code>"
-        f"</td><td style='{CELL};white-space:nowrap'>{c.probability:.0%} <small>(log p {c.logprob:.1f})</small>"
+        f"</td><td style='{CELL};white-space:nowrap'>{c.probability:.0%} <small>({score_words(c, searching)})</small>"
         "</td></tr>" for i, c in enumerate(output.candidates, 1))
     numbers = "".join(f"<th style='{CELL};text-align:center'>#{i}</th>" for i in range(1, len(output.candidates) + 1))
     checks = "".join(
@@ -265,18 +278,48 @@ def render_guesses(title: str, output: PraxOutput | None, message: str = "") -> 
         + "".join(f"<td style='{CELL};text-align:center'>{'✓' if c.matches[j] else '✗'}</td>"
                   for c in output.candidates) + "</tr>"
         for j, e in enumerate(output.examples))
-    if output.n_consistent:
-        found = f"{output.n_consistent} of {output.n_samples} samples fit every example; {output.n_unique} distinct."
-    else:  # the listener ranked the search's regexes (count 0)
-        found = (f"None of the {output.n_samples} samples fit every example: these {len(output.candidates)} come from "
-                 "a search of the regexes shaped like the examples, ranked by this listener.")
-    note = f"<p><small>{found} ✓ = the guess matches the whole string.</small></p>"
+    searched = sum(c.search_score is not None for c in output.candidates)
+    if searching:
+        found = (f"The search's guesses, from the regexes that read your examples, most likely first. {message}")
+    else:
+        found = (f"{output.n_consistent} of {output.n_samples} samples fit every example; {output.n_unique} distinct "
+                 f"with the search's; {searched} of these {len(output.candidates)} the search proposed too. Ranked by "
+                 "the listener's score plus the search's.")
+    note = f"<p><small>{html.escape(found)} ✓ = the guess matches the whole string.</small></p>"
     return (head
             + scrolling(f"<thead><tr><th style='{CELL}'>#</th><th style='{CELL}'>regex</th>"
                         f"<th style='{CELL}'>score</th></tr></thead><tbody>{guesses}</tbody>")
             + scrolling(f"<thead><tr><th style='{CELL}'>example</th><th style='{CELL}'></th>{numbers}</tr></thead>"
                         f"<tbody>{checks}</tbody>")
             + note)
+
+
+def score_words(candidate: Candidate, searching: bool = False) -> str:
+    """A guess's scores in a few words: the listener's log-probability and the search's score, where each has one."""
+    parts = [] if searching else [f"listener log p {candidate.logprob:.1f}".replace("-", "−")]
+    if candidate.search_score is not None:
+        parts.append(f"search {candidate.search_score:.1f}".replace("-", "−"))
+    return ", ".join(parts)
+
+
+def no_regex(output: PraxOutput) -> str:
+    """Why there is no guess, in one sentence: which example rules out what."""
+    from apps.prax import dsl, search
+
+    positives = [e for e in output.examples if e.positive]
+    if not positives:
+        return ("Only strings that should not match: give at least one that should (+), so there is a pattern to "
+                "read.")
+    readings = search.search(positives, keep=search.KEEP)
+    if not readings:
+        return (f"No regex of the program space (at most six parts) reads all {len(positives)} strings that should "
+                f"match, and none of the listener's {output.n_samples} samples fits: they may be too different to "
+                "share one pattern; try removing one.")
+    negatives = [e.string for e in output.examples if not e.positive]
+    blocking = next(n for n in negatives if dsl.matches(readings[0], n))
+    return (f"The best regex that reads the strings that should match, {readings[0]}, also matches “{blocking}”, "
+            f"which should not match, and each of the other {len(readings) - 1} read matches one that should not "
+            f"too; none of the listener's {output.n_samples} samples fits either. Check that example's label.")
 
 
 def suggestion_markdown(s: PraxSuggestion) -> str:

@@ -25,10 +25,10 @@ ENDPOINTS = (
             Input("k", "integer", "how many guesses to return", default=actions.SHOWN, minimum=1, maximum=checks.MAX_K,
                   example=3, label="Guesses", help=f"How many guesses to show, best first (1 to {checks.MAX_K})."),
         ),
-        returns='{"weights", "examples", "candidates": [{"program", "logprob", "probability", "matches", "count"}] '
-                'best first (matches: whether the program matches each example; count: the samples that gave it, 0 '
-                'where none fit and the listener ranked the search\'s regexes), "n_samples", "n_consistent", '
-                '"n_unique"}',
+        returns='{"weights", "examples", "candidates": [{"program", "logprob", "probability", "matches", "count", '
+                '"search_score", "score"}] best first (matches: whether the program matches each example; count: the '
+                'samples that gave it, 0 where only the search read it; search_score: the search\'s, null where it '
+                'did not read it; score: what the ranking sorts by), "n_samples", "n_consistent", "n_unique"}',
         run="apps.prax.api:synthesize",
         check="apps.prax.api:check_synthesize",
     ),

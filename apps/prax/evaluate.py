@@ -1,8 +1,12 @@
-"""Score a listener on a spec file: ``demohub eval prax --weights SET --specs FILE.json [--samples N] [--limit M]``.
+"""Score a listener on a spec file: ``demohub eval prax [--weights SET] [--specs FILE.json] [--samples N] [--limit M]
+[--listener-only]``.
 
-The file is a JSON list of ``{"program": ..., "examples": [{"string": ..., "label": "+"|"-"}]}``. A spec counts
-as top-1 (top-10) when the first (any of the first ten) ranked candidates is equivalent to the program as an
-automaton (``apps.prax.equivalence``). The last output line is one JSON object ``{"n", "top1", "top10", ...}``.
+The file is a JSON list of ``{"program": ..., "examples": [{"string": ..., "label": "+"|"-"}]}``; by default the
+evaluation set people wrote (tests/fixtures/prax_people/specs.json, its README says how). A spec counts as top-1
+(top-10) when the first (any of the first ten) ranked candidates is equivalent to the program as an automaton
+(``apps.prax.equivalence``); no-guess when there is no candidate. ``--weights search`` scores the search alone (no
+listener); ``--listener-only`` a listener's samples alone, ranked as upstream (no search). The last output line is
+one JSON object ``{"n", "top1", "top10", "no_guess", "no_guess_rate", "seconds_per_set", ...}``.
 """
 
 from __future__ import annotations
@@ -28,9 +32,15 @@ def load_specs(path: str | Path, limit: int | None = None) -> list[dict]:
     return rows[:limit] if limit else rows
 
 
-def score(pipeline, specs: list[dict], num_samples: int = 100, batch_size: int = 16, seed: int = 0) -> dict:
-    """Top-1 / top-10 success (automata equivalence) of ``pipeline`` on ``specs``."""
-    from apps.prax import dsl
+PEOPLE_SPECS = Path(__file__).resolve().parents[2] / "tests" / "fixtures" / "prax_people" / "specs.json"
+SEARCH = "search"  # --weights search: the search alone
+
+
+def score(pipeline, specs: list[dict], num_samples: int = 100, batch_size: int = 16, seed: int = 0,
+          listener_only: bool = False) -> dict:
+    """Top-1 / top-10 success (automata equivalence) of ``pipeline`` on ``specs`` (``pipeline`` None: the search
+    alone; ``listener_only``: the listener's samples without the search)."""
+    from apps.prax import dsl, ranking
     from apps.prax.equivalence import equivalent
 
     top1 = top10 = no_guess = 0
@@ -38,21 +48,35 @@ def score(pipeline, specs: list[dict], num_samples: int = 100, batch_size: int =
     for b in range(0, len(specs), batch_size):
         batch = specs[b:b + batch_size]
         examples = [dsl.validate_examples(s["examples"], allow_empty=True) for s in batch]
-        results = pipeline.synthesize_batch(examples, k=10, num_samples=num_samples, seed=seed + b, validate=False)
+        if pipeline is None:
+            results = [ranking.search_only(spec, 10) for spec in examples]
+        elif listener_only:
+            samples = pipeline.sample_programs(examples, num_samples, seed=seed + b)
+            results = [ranking.rank(spec, drawn, 10) for spec, drawn in zip(examples, samples, strict=True)]
+        else:
+            results = pipeline.synthesize_batch(examples, k=10, num_samples=num_samples, seed=seed + b,
+                                                validate=False)
         for spec, result in zip(batch, results, strict=True):
             hits = [equivalent(c.program, spec["program"]) for c in result.candidates[:10]]
             no_guess += not result.candidates
             top1 += bool(hits[:1] and hits[0])
             top10 += any(hits)
     n = len(specs)
+    seconds = time.time() - start
     return {"n": n, "top1": round(top1 / n, 4) if n else 0.0, "top10": round(top10 / n, 4) if n else 0.0,
-            "no_guess": no_guess, "samples": num_samples, "seconds": round(time.time() - start, 1)}
+            "no_guess": no_guess, "no_guess_rate": round(no_guess / n, 4) if n else 0.0,
+            "samples": 0 if pipeline is None else num_samples, "seconds": round(seconds, 1),
+            "seconds_per_set": round(seconds / n, 3) if n else 0.0}
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="demohub eval prax", description=__doc__.split("\n\n")[0])
-    parser.add_argument("--weights", default="tiny-pragmatic", help="weight set name (see `demohub list`)")
-    parser.add_argument("--specs", required=True, help="JSON list of {program, examples}")
+    parser.add_argument("--weights", default="tiny-pragmatic",
+                        help=f"weight set name (see `demohub list`), or {SEARCH!r} for the search alone")
+    parser.add_argument("--specs", default=str(PEOPLE_SPECS),
+                        help="JSON list of {program, examples} (default: the evaluation set people wrote)")
+    parser.add_argument("--listener-only", action="store_true",
+                        help="rank the listener's samples alone, as upstream (no search)")
     parser.add_argument("--samples", type=int, default=100, help="listener samples per spec (upstream: 500)")
     parser.add_argument("--limit", type=int, default=None, help="score only the first M specs")
     parser.add_argument("--seed", type=int, default=0)
@@ -61,10 +85,9 @@ def main(argv: list[str] | None = None) -> int:
         from apps.prax import DEMO
         from shared.context import load_pipeline
 
-        ws = DEMO.weight_set(args.weights)
         specs = load_specs(args.specs, args.limit)
-        pipeline = load_pipeline(DEMO, ws)
-        result = score(pipeline, specs, num_samples=args.samples, seed=args.seed)
+        pipeline = None if args.weights == SEARCH else load_pipeline(DEMO, DEMO.weight_set(args.weights))
+        result = score(pipeline, specs, num_samples=args.samples, seed=args.seed, listener_only=args.listener_only)
     except DemoHubError as error:
         print(f"error: {error}", file=sys.stderr)
         return 2

@@ -163,8 +163,12 @@ def _steps(progress: gr.Progress, desc: str):
 
 def _wire_models(ctx: DemoContext, w: SimpleNamespace) -> None:
     def update(examples, literal_weights, pragmatic_weights, num_samples, game, progress=gr.Progress()):
-        return actions.update(ctx, examples, literal_weights, pragmatic_weights, num_samples, game,
-                              ui.download_progress(progress), _steps(progress, "Sampling regexes"))
+        """The search's guesses at once (torch-free: on a cold hub they come before the listeners have loaded), then
+        each listener's ranking of its samples with them."""
+        if examples:
+            yield *actions.search_panels(examples, literal_weights, pragmatic_weights), gr.skip(), gr.skip()
+        yield actions.update(ctx, examples, literal_weights, pragmatic_weights, num_samples, game,
+                             ui.download_progress(progress), _steps(progress, "Sampling regexes"))
 
     def suggest_example(examples, weights, string="", progress=gr.Progress()):  # "suggest" is the API's name
         s = actions.suggest(ctx, examples, weights, ui.download_progress(progress), _steps(progress, "Sampling"))

@@ -7,7 +7,6 @@ de-duplicate, and rank by summed token log-probability. Returns the top-k with t
 
 from __future__ import annotations
 
-import math
 import random
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -16,10 +15,11 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from apps.prax import checks, dsl, rsa, search
+from apps.prax import checks, dsl, ranking, rsa, search
 from apps.prax.checks import DEFAULT_K, DEFAULT_SAMPLES, SUGGEST_SAMPLES
 from apps.prax.dsl import Example
 from apps.prax.model import load_listener
+from apps.prax.ranking import Candidate, PraxOutput  # noqa: F401 (the pipeline's output types, as before)
 from apps.prax.tokens import EOS_ID, PAD_ID, PROGRAM_ID, decode_program, encode_listener_input, encode_program
 from shared.bounded import request_memory_bytes
 from shared.errors import UserInputError
@@ -28,30 +28,7 @@ from shared.pipeline import Callback, Pipeline, PipelineOutput
 TOP_P = 0.9
 TOP_K = 50  # transformers' generation default, which upstream inherited alongside top_p
 MAX_NEW_TOKENS = 128
-SEARCHED = 32  # the search's most specific proposals a listener scores when none of its samples fits the examples
-
-
-@dataclass(frozen=True)
-class Candidate:
-    program: str
-    logprob: float  # summed token log-probability of program + </s> under the listener
-    probability: float  # share among the kept (consistent, unique) candidates: softmax of logprob
-    matches: tuple[bool, ...]  # full match on each example, in the order given
-    count: int = 1  # how many samples produced this program (0: the search proposed it, apps/prax/search.py)
-
-
-@dataclass(frozen=True)
-class PraxOutput(PipelineOutput):
-    weights: str  # the listener's weight set
-    examples: tuple[Example, ...]
-    candidates: tuple[Candidate, ...]  # best first, at most k
-    n_samples: int
-    n_consistent: int  # consistent samples, duplicates included
-    n_unique: int  # distinct consistent programs before the top-k cut
-
-    @property
-    def top1(self) -> str | None:
-        return self.candidates[0].program if self.candidates else None
+SEARCHED = 32  # the search's best regexes that the listener scores and ranks with its own samples
 
 
 @dataclass(frozen=True)
@@ -208,42 +185,14 @@ class PraxPipeline(Pipeline):
         logp = torch.log_softmax(logits, dim=-1).gather(-1, target.unsqueeze(-1)).squeeze(-1)
         return (logp * (target != PAD_ID)).sum(dim=1).tolist()
 
-    def searched(self, examples: Sequence[Example]) -> list[tuple[str, float]]:
-        """The search's consistent regexes for ``examples`` (its ``SEARCHED`` most specific), each with this
-        listener's score: what the listener ranks when none of its samples fits."""
-        programs = search.search(examples, keep=SEARCHED)
-        return list(zip(programs, self.score_programs(examples, programs), strict=True))
+    def searched(self, examples: Sequence[Example]) -> list[tuple[str, float, float]]:
+        """The search's best consistent regexes for ``examples`` (at most ``SEARCHED``): (program, this listener's
+        log-probability of it, the search's score)."""
+        found = search.scored(examples)[:SEARCHED]
+        listener = self.score_programs(examples, [program for program, _ in found])
+        return [(program, logprob, score) for (program, score), logprob in zip(found, listener, strict=True)]
 
-    @staticmethod
-    def rank(examples: Sequence[Example], samples: Sequence[tuple[str, float]], k: int,
-             weights: str = "", proposed: Sequence[tuple[str, float]] = ()) -> PraxOutput:
-        """Consistency filter -> de-duplicate -> sort by summed log-probability -> top-k. ``proposed``: consistent
-        programs from the search with the listener's scores; they are ranked with the samples (count 0, not counted
-        as samples)."""
-        best: dict[str, float] = {}
-        counts: dict[str, int] = {}
-        verdict: dict[str, bool] = {}
-        n_consistent = 0
-        for program, logprob in samples:
-            if program not in verdict:
-                verdict[program] = bool(program) and dsl.consistent(program, examples)
-            if not verdict[program]:
-                continue
-            n_consistent += 1
-            counts[program] = counts.get(program, 0) + 1
-            best[program] = max(logprob, best.get(program, -math.inf))
-        for program, logprob in proposed:
-            if program not in best:
-                best[program], counts[program] = logprob, 0
-        ranked = sorted(best.items(), key=lambda kv: (-kv[1], kv[0]))
-        top = max((lp for _, lp in ranked), default=0.0)
-        total = sum(math.exp(lp - top) for _, lp in ranked)
-        candidates = tuple(
-            Candidate(program=p, logprob=lp, probability=math.exp(lp - top) / total, count=counts[p],
-                      matches=tuple(dsl.matches(p, ex.string) for ex in examples))
-            for p, lp in ranked[:k]
-        )
-        return PraxOutput(weights, tuple(examples), candidates, len(samples), n_consistent, len(ranked))
+    rank = staticmethod(ranking.rank)  # torch-free: apps/prax/ranking.py
 
     def synthesize_batch(self, specs: Sequence[Sequence], k: int = DEFAULT_K, num_samples: int = DEFAULT_SAMPLES,
                          seed: int | None = None, validate: bool = True, *,
@@ -255,11 +204,10 @@ class PraxPipeline(Pipeline):
             specs = [examples for examples, _, _ in checked]
             k, num_samples = checked[0][1:] if checked else (k, num_samples)
         samples = self.sample_programs(specs, num_samples, seed=seed, callback=callback, extra_steps=1)
-        results = [self.rank(spec, s, k, self.name) for spec, s in zip(specs, samples, strict=True)]
-        # Never empty-handed: where no sample fits, the listener ranks the search's regexes (none: none fits a shape
-        # the search reads either).
-        results = [self.rank(spec, s, k, self.name, self.searched(spec)) if not result.candidates else result
-                   for spec, s, result in zip(specs, samples, results, strict=True)]
+        # Never empty-handed where the search reads the positives: the listener ranks its samples with the search's
+        # regexes.
+        results = [self.rank(spec, drawn, k, self.name, self.searched(spec))
+                   for spec, drawn in zip(specs, samples, strict=True)]
         if callback is not None:
             total = len(self.calls(specs, num_samples)) + 1
             callback(total, total)

@@ -146,7 +146,7 @@ def test_outputs_are_frozen_and_json_ready(bundled_literal):
     d = out.to_dict()
     assert json.loads(json.dumps(d)) == d
     assert d["weights"] == "tiny-literal" and d["examples"] == SPEC
-    assert set(d["candidates"][0]) == {"program", "logprob", "probability", "matches", "count"}
+    assert set(d["candidates"][0]) == {"program", "logprob", "probability", "matches", "count", "search_score", "score"}
 
     s = bundled_literal.suggest_example([("123", "+"), ("ab", "-")], num_samples=40)
     assert isinstance(s, PraxSuggestion)

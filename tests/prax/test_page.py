@@ -8,7 +8,7 @@ from pathlib import Path
 import gradio as gr
 import pytest
 
-from apps.prax import DEMO, actions, page
+from apps.prax import DEMO, actions, dsl, page
 from apps.prax.dsl import Example
 from apps.prax.game import Game
 from apps.prax.pipeline import Candidate, PraxOutput
@@ -122,15 +122,36 @@ def _handler(blocks, name):
     return next(f.fn for f in blocks.fns.values() if f.name == name)
 
 
+def _final(answers):
+    """The last answer of a handler that answers in steps (a generator), as the page shows it in the end."""
+    return list(answers)[-1]
+
+
+def test_the_page_shows_the_searchs_guesses_before_the_listeners(ctx):
+    """The update handler answers twice: first the search's guesses (torch-free, a fraction of a second; on a cold
+    hub before the listeners have loaded), then each listener's ranking of its samples with them."""
+    from apps import views
+    from apps.prax import ranking
+
+    first, final = list(_handler(page.build(ctx), "update")(SPEC, "tiny-literal", "tiny-pragmatic", 20, None))
+    searched = ranking.search_only(dsl.validate_examples(SPEC), actions.SHOWN).candidates[0].program
+    for panel in first[:2]:
+        assert html.escape("The search's guesses") in panel and views.text(searched) in panel
+        assert html.escape(actions.SAMPLING) in panel
+    assert first[2:] == (gr.skip(), gr.skip())  # the game waits for the listeners
+    for panel in final[:2]:
+        assert "samples fit every example" in panel and html.escape("The search's guesses") not in panel
+
+
 def test_page_handlers_add_update_suggest_and_play(ctx):
     blocks = page.build(ctx)
     add_plus = _handler(blocks, "add")  # the "+ should match" button
     examples, _, refused = add_plus([], "12ab", None)
     assert examples == [{"string": "12ab", "label": "+"}] and refused == ""
     update = _handler(blocks, "update")
-    lit_html, prag_html, game, status = update([], "tiny-literal", "tiny-pragmatic", 20, None)
+    lit_html, prag_html, game, status = _final(update([], "tiny-literal", "tiny-pragmatic", 20, None))
     assert "No examples yet, so no guess" in lit_html and status == "No game running."
-    lit_html, prag_html, _, _ = update(SPEC, "tiny-literal", "tiny-pragmatic", 20, None)
+    lit_html, prag_html, _, _ = _final(update(SPEC, "tiny-literal", "tiny-pragmatic", 20, None))
     assert "Literal listener (tiny-literal)" in lit_html and "PraX listener (tiny-pragmatic)" in prag_html
     easy = [{"string": "123", "label": "+"}, {"string": "ab", "label": "-"}]
     suggestion, text, _ = _handler(blocks, "suggest_example")(easy, "tiny-literal")
@@ -141,7 +162,7 @@ def test_page_handlers_add_update_suggest_and_play(ctx):
     target = Game.from_dict(game).target
     assert examples == [] and target
     assert game_text.startswith(f"Teach the listeners `{target}`.")  # the person knows the regex they teach
-    _, _, game, status = update([{"string": "zz", "label": "+"}], "tiny-literal", "tiny-pragmatic", 10, game)
+    _, _, game, status = _final(update([{"string": "zz", "label": "+"}], "tiny-literal", "tiny-pragmatic", 10, game))
     assert status.startswith(f"Teach the listeners `{target}`.") and "literal:" in status
     with pytest.warns(UserWarning, match="both as a match"):  # gr.Warning outside a request: the page's toast
         examples, listed, refused = add_plus([{"string": "a", "label": "-"}], "a", None)
@@ -164,7 +185,7 @@ def test_page_handlers_show_download_bytes_and_sampling_steps(ctx, monkeypatch):
     def progress(value, desc=None, total=None, unit="steps"):  # stands in for gr.Progress
         shown.append((value, desc, unit))
 
-    _handler(blocks, "update")(SPEC, "tiny-literal", "tiny-pragmatic", 20, None, progress)
+    _final(_handler(blocks, "update")(SPEC, "tiny-literal", "tiny-pragmatic", 20, None, progress))
     assert shown.count(((50, 100), "Downloading weights", "bytes")) == 2  # one per listener
     assert [v for v, desc, _ in shown if desc == "Sampling regexes"] == [(1, 4), (2, 4), (3, 4), (4, 4)]
     shown.clear()

@@ -108,7 +108,8 @@ def test_batched_call_returns_only_consistent_candidates(bundled_literal):
     assert len(results) == 2
     for result, spec in zip(results, [SPEC, SPEC[:1]], strict=True):
         assert result.n_samples == 8 and 1 <= len(result.candidates) <= 3, result.to_dict()
-        assert result.n_consistent >= len(result.candidates)
+        assert sum(c.count for c in result.candidates) <= result.n_consistent <= result.n_samples
+        assert len(result.candidates) <= result.n_unique  # the samples' programs and the search's, distinct
         examples = [Example(e["string"], e["label"]) for e in spec]
         for c in result.candidates:
             assert c.matches == tuple(e["label"] == "+" for e in spec)
@@ -162,16 +163,21 @@ def test_the_listener_scores_a_program_as_it_scores_its_own_sample(bundled_liter
     assert scored == pytest.approx([lp for _, lp in samples], abs=1e-3)
 
 
-def test_a_listener_with_no_fitting_sample_ranks_the_searchs_regexes(bundled_literal):
-    """The shipped "semicolon-separated codes" set: none of the bundled literal listener's 100 samples fits (a
-    separated field of two atoms is outside what it learned); the page still gets regexes, the search's, ranked by the
-    listener, each marked as not sampled (count 0)."""
+def test_a_listener_ranks_its_samples_with_the_searchs_regexes(bundled_literal):
+    """The shipped "semicolon-separated numbers" set: the page gets the search's regexes ranked with the listener's
+    samples on one scale (search score + weight x listener log-probability, apps/prax/ranking.py), the listener's
+    scores the ones a sample of each would carry, every guess consistent; the intended regex first."""
+    from apps.prax import ranking, search
     from apps.prax.actions import PRESETS
 
-    examples = [{"string": s, "label": label} for s, label in PRESETS["semicolon-separated codes"]]
+    examples = [{"string": s, "label": label} for s, label in PRESETS["semicolon-separated numbers"]]
     result = bundled_literal(examples, k=5, num_samples=100, seed=0)
-    assert result.n_consistent == 0 and result.candidates
-    assert all(c.count == 0 for c in result.candidates)
-    assert [c.logprob for c in result.candidates] == sorted((c.logprob for c in result.candidates), reverse=True)
+    assert result.candidates[0].program == "[0-9]{1,3}(;[0-9]{1,3})*"
+    assert [c.score for c in result.candidates] == sorted((c.score for c in result.candidates), reverse=True)
+    searched = dict(search.scored(dsl.validate_examples(examples)))
+    for c in result.candidates:
+        if c.search_score is not None:
+            assert c.search_score == searched[c.program]
+            assert c.score == pytest.approx(c.search_score + ranking.LISTENER_WEIGHT * c.logprob)
     assert all(all(c.matches[i] == (e["label"] == "+") for i, e in enumerate(examples)) for c in result.candidates)
-    assert "[a-z][0-9](;[a-z][0-9])*" in [c.program for c in result.candidates]
+
