@@ -20,7 +20,8 @@ PAPER = Paper(
 DEMO = Demo(
     id="prax",
     title="PraX: regexes from examples",
-    tagline="Type strings that should and should not match; a literal and a pragmatic listener guess your regex.",
+    tagline="Type strings that should and should not match; a search and two listeners, literal and pragmatic, guess "
+            "your regex.",
     summary="Give example strings and get the regex you meant",
     paper=PAPER,
     emoji="🔤",

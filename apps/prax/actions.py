@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 from apps import views
 from apps.prax import DEMO, checks
 from apps.prax.game import Game
-from apps.prax.ranking import SEARCH_ONLY
+from apps.prax.ranking import LISTENER_WEIGHT, SEARCH_ONLY
 from shared.context import DemoContext
 from shared.errors import UserInputError, WeightsUnavailable, page_inputs
 from shared.pace import Pace, duration_text
@@ -269,7 +269,8 @@ def render_guesses(title: str, output: PraxOutput | None, message: str = "") -> 
 
     guesses = "".join(
         f"<tr><td style='{CELL}'>{i}</td><td style='{CELL}'><code style='{REGEX}'>{views.text(c.program)}</code>"
-        f"</td><td style='{CELL};white-space:nowrap'>{c.probability:.0%} <small>({score_words(c, searching)})</small>"
+        f"</td><td style='{CELL}'><span style='white-space:nowrap'>{c.probability:.0%}</span> "
+        f"<small style='white-space:nowrap'>({score_words(c, searching)})</small>"
         "</td></tr>" for i, c in enumerate(output.candidates, 1))
     numbers = "".join(f"<th style='{CELL};text-align:center'>#{i}</th>" for i in range(1, len(output.candidates) + 1))
     checks = "".join(
@@ -279,12 +280,13 @@ def render_guesses(title: str, output: PraxOutput | None, message: str = "") -> 
                   for c in output.candidates) + "</tr>"
         for j, e in enumerate(output.examples))
     searched = sum(c.search_score is not None for c in output.candidates)
+    sampled = sum(c.count > 0 for c in output.candidates)
     if searching:
-        found = (f"The search's guesses, from the regexes that read your examples, most likely first. {message}")
+        found = f"The search's guesses, from the regexes that read your examples, most likely first. {message}"
     else:
-        found = (f"{output.n_consistent} of {output.n_samples} samples fit every example; {output.n_unique} distinct "
-                 f"with the search's; {searched} of these {len(output.candidates)} the search proposed too. Ranked by "
-                 "the listener's score plus the search's.")
+        found = (f"{output.n_consistent} of {output.n_samples} samples fit every example. Of these "
+                 f"{len(output.candidates)} guesses the listener sampled {sampled} and the search read {searched}; "
+                 f"ranked by the search's score plus {LISTENER_WEIGHT:g} times the listener's log-probability.")
     note = f"<p><small>{html.escape(found)} ✓ = the guess matches the whole string.</small></p>"
     return (head
             + scrolling(f"<thead><tr><th style='{CELL}'>#</th><th style='{CELL}'>regex</th>"

@@ -29,7 +29,8 @@ is exact over the pieces this reading proposes and its work is bounded by the nu
   branch with probability 1/2: the size principle (the fewer strings a regex matches, the likelier it is the one
   the examples were chosen for), with lengths drawn first as a person picks how long a string is before typing it.
 
-The negatives only filter (a regex is kept when it matches no negative). UI-free and torch-free.
+The negatives only filter (a regex is kept when it matches no negative); where they rule out every reading of the
+beam, the search reads once more with a beam ``WIDER`` times wider. UI-free and torch-free.
 """
 
 from __future__ import annotations
@@ -47,6 +48,7 @@ from apps.prax import dsl
 
 MAX_COMPONENTS = 6  # dsl.COMPONENT_COUNTS
 KEEP = 32  # best completions kept per node and remaining length: the search's beam
+WIDER = 8  # the wider beam, where every reading of the first matches a string that should not match
 QUANTIFIERS_KEPT = 3  # the best quantifiers of one reading kept (the others differ from these only in their bounds)
 # Nodes read at most, the best-scored pieces first. On the sampler's 200 held-out specs (2 cores): 100 / 200 / 400 /
 # 800 nodes gave top-1 0.245 / 0.260 / 0.270 / 0.275 in 30 / 47 / 74 / 107 ms a spec (worst 91 / 164 / 307 / 649 ms).
@@ -394,13 +396,17 @@ def _scored(examples: tuple[dsl.Example, ...], keep: int) -> tuple[tuple[str, fl
     positives = list(dict.fromkeys(ex.string for ex in examples if ex.positive))
     if not positives or any(len(s) > MAX_CHARS for s in positives):
         return ()
-    read = _Search(positives[:MAX_STRINGS], keep)
-    best: dict[str, float] = {}
-    for score, regex, count, _ in read.completions(tuple(0 for _ in read.strings), MAX_COMPONENTS):
-        score += LOG_COUNT[max(count, min(dsl.COMPONENT_COUNTS))]  # one component: as the smallest programs' share
-        best[regex] = float(np.logaddexp(score, best.get(regex, -math.inf)))  # one program read two ways
-    ranked = sorted(best.items(), key=lambda kv: (-kv[1], kv[0]))
-    return tuple((regex, score) for regex, score in ranked if dsl.consistent(regex, examples))
+    for beam in (keep, WIDER * keep):  # the negatives may rule out every reading of the beam: then a wider one
+        read = _Search(positives[:MAX_STRINGS], beam)
+        best: dict[str, float] = {}
+        for score, regex, count, _ in read.completions(tuple(0 for _ in read.strings), MAX_COMPONENTS):
+            score += LOG_COUNT[max(count, min(dsl.COMPONENT_COUNTS))]  # one component: the smallest programs' share
+            best[regex] = float(np.logaddexp(score, best.get(regex, -math.inf)))  # one program read two ways
+        ranked = sorted(best.items(), key=lambda kv: (-kv[1], kv[0]))
+        found = tuple((regex, score) for regex, score in ranked if dsl.consistent(regex, examples))
+        if found or all(ex.positive for ex in examples):
+            return found[:keep]
+    return ()
 
 
 def search(examples: Sequence[dsl.Example], keep: int | None = None) -> list[str]:

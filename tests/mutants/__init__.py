@@ -167,6 +167,10 @@ MUTANTS = (
            "apps/prax/search.py", "                        if option.atom and option.atom == first:\n",
            "                        if False:\n",
            ("tests/prax/test_search.py::test_one_piece_is_never_split_into_two_of_the_same_atom",)),
+    Mutant("prax-search-no-wider-beam", "the search is never empty-handed where the negatives rule out its first "
+           "readings (docs/demos.md, PraX)", "apps/prax/search.py",
+           "    for beam in (keep, WIDER * keep):", "    for beam in (keep,):",
+           ("tests/prax/test_search.py::test_a_wider_beam_where_the_negatives_rule_out_every_reading_of_the_first",)),
     Mutant("prax-search-open-lengths-uniform", "the search's speaker types a few characters of an open-ended piece, "
            "not fifteen (docs/demos.md, PraX)", "apps/prax/search.py",
            "        return math.log(1 - OPEN_CONTINUE) + (length - low) * math.log(OPEN_CONTINUE)\n",

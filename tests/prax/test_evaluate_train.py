@@ -69,3 +69,20 @@ def test_evaluate_reports_bad_spec_files(tmp_path, capsys):
     missing = tmp_path / "missing.json"
     assert evaluate.main(["--weights", "tiny-literal", "--specs", str(missing)]) == 2
     assert "does not exist" in capsys.readouterr().err
+
+
+def test_evaluate_reads_the_peoples_sets_by_default_and_scores_the_search_and_the_listener_alone(capsys):
+    """``demohub eval prax`` with no ``--specs``: the evaluation set people wrote. ``--weights search`` scores the
+    search alone (no samples); ``--listener-only`` the listener's samples without the search, which answer fewer
+    sets (the first five here: every one has a consistent regex of the program space, and the search finds it)."""
+    def last(argv):
+        assert evaluate.main(argv) == 0
+        return json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+
+    alone = last(["--weights", "search", "--limit", "5"])
+    assert alone["specs"] == str(evaluate.PEOPLE_SPECS) and alone["n"] == 5 and alone["samples"] == 0
+    assert alone["no_guess"] == 0 and alone["seconds_per_set"] > 0
+    listener = last(["--weights", "tiny-literal", "--limit", "5", "--samples", "8", "--listener-only"])
+    both = last(["--weights", "tiny-literal", "--limit", "5", "--samples", "8"])
+    assert both["no_guess"] == 0 and listener["no_guess"] > 0  # 8 samples of the tiny listener miss some sets
+    assert both["top10"] >= listener["top10"]

@@ -152,3 +152,15 @@ def test_the_search_alone_ranks_by_its_score():
     result = ranking.search_only(examples, k=3)
     assert result.weights == ranking.SEARCH_ONLY and result.n_samples == 0
     assert [c.program for c in result.candidates] == search.search(examples, keep=3)
+
+
+def test_a_wider_beam_where_the_negatives_rule_out_every_reading_of_the_first():
+    """"N40X74" should not match: every one of the 32 best readings of the positives reads its X with a class, so
+    all of them match it; the search then reads once more with a beam 8 times wider and finds the alternation."""
+    examples = spec(("N40W74", "+"), ("S33E151", "+"), ("40N74W", "-"), ("N40X74", "-"))
+    read = search._Search(["N40W74", "S33E151"], search.KEEP)
+    first = [regex for _, regex, _, _ in read.completions((0, 0), search.MAX_COMPONENTS)]
+    assert first and not any(dsl.consistent(regex, examples) for regex in first)
+    found = search.search(examples)
+    assert found and all("(E|W)" in regex for regex in found[:3]), found[:3]
+    assert len(found) <= search.KEEP

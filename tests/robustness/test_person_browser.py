@@ -311,6 +311,7 @@ def test_prax_embed_copied_from_the_page_shows_the_results_in_full_at_720px(brow
         enter_examples(box, "ab1", "cd2")
         panel = frame.locator("h4", has_text="PraX listener").locator("xpath=..")
         expect(panel.locator("tbody").nth(1).locator("tr")).to_have_count(2, timeout=120_000)
+        expect(panel).to_contain_text("samples fit every example", timeout=120_000)  # the listeners' (the last) answer
         last = frame.get_by_text(GAME_TITLE)  # the page's last part, below every result
         expect(last).to_be_visible()
 
