@@ -2,10 +2,19 @@
 
 from __future__ import annotations
 
+import os
+import shutil
 import socket
 import statistics
+import subprocess
+import sys
+import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
 
 
 def median_time(fn: Callable[[], object], repeats: int, warmup: bool = False) -> float:
@@ -33,6 +42,27 @@ def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
+
+
+@contextmanager
+def fresh_hub(flags: list[str] = (), capture: bool = False) -> Iterator[tuple[subprocess.Popen, str, float]]:
+    """``demohub serve`` of this checkout on a free port, offline, in a fresh temporary folder (its state and uploads
+    there): (the process, its URL, when it was started); stopped and cleaned up on exit. ``capture``: its output on
+    ``proc.stdout`` (text), else discarded."""
+    port, folder = free_port(), tempfile.mkdtemp()
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "GRADIO_ANALYTICS_ENABLED": "False", "GRADIO_TEMP_DIR": folder,
+           "DEMOHUB_STATE_DIR": folder, "PYTHONPATH": str(ROOT)}
+    output = subprocess.PIPE if capture else subprocess.DEVNULL
+    start = time.perf_counter()
+    proc = subprocess.Popen([sys.executable, "-m", "apps.cli", "serve", "--port", str(port), *flags], env=env,
+                            cwd=folder, stdout=output, stderr=subprocess.STDOUT if capture else subprocess.DEVNULL,
+                            text=True)
+    try:
+        yield proc, f"http://127.0.0.1:{port}", start
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+        shutil.rmtree(folder, ignore_errors=True)
 
 
 def random_stable_diffusion(tiny: bool = False, vocab_size: int | None = None):

@@ -12,11 +12,8 @@ from __future__ import annotations
 
 import argparse
 import os
-import shutil
 import statistics
-import subprocess
 import sys
-import tempfile
 import time
 import urllib.request
 from contextlib import nullcontext
@@ -24,7 +21,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from benchmarks.common import free_port, print_table  # noqa: E402
+from benchmarks.common import fresh_hub, print_table  # noqa: E402
 from tests.commands import busy_cores  # noqa: E402
 
 EXAMPLES = [{"string": "ab1", "label": "+"}, {"string": "cd2", "label": "+"}, {"string": "x", "label": "-"}]
@@ -41,14 +38,7 @@ def call(url: str) -> float:
 
 def one_hub(flags: list[str]) -> tuple[float, float, float]:
     """(start → first 200, first 200 → first answer, a later call) for a fresh hub."""
-    port, folder = free_port(), tempfile.mkdtemp()
-    env = {**os.environ, "HF_HUB_OFFLINE": "1", "GRADIO_ANALYTICS_ENABLED": "False", "GRADIO_TEMP_DIR": folder,
-           "DEMOHUB_STATE_DIR": folder}
-    start = time.perf_counter()
-    proc = subprocess.Popen([shutil.which("demohub") or "demohub", "serve", "--port", str(port), *flags], env=env,
-                            cwd=folder, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    url = f"http://127.0.0.1:{port}"
-    try:
+    with fresh_hub(flags) as (_, url, start):
         while True:
             try:
                 with urllib.request.urlopen(url + "/", timeout=1) as response:
@@ -62,10 +52,6 @@ def one_hub(flags: list[str]) -> tuple[float, float, float]:
         first = call(url)
         later = statistics.median(call(url) for _ in range(3))
         return ready, first, later
-    finally:
-        proc.terminate()
-        proc.wait(timeout=30)
-        shutil.rmtree(folder, ignore_errors=True)
 
 
 def main(argv: list[str] | None = None) -> None:

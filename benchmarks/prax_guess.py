@@ -12,19 +12,15 @@ Run: python benchmarks/prax_guess.py [--hubs 3] [--limit N]
 from __future__ import annotations
 
 import argparse
-import os
-import shutil
 import statistics
-import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from benchmarks.common import free_port, print_table  # noqa: E402
+from benchmarks.common import fresh_hub, print_table  # noqa: E402
 
 CHROMIUM = "/usr/bin/chromium"
 
@@ -74,22 +70,16 @@ def first_guess() -> tuple[float, float, float]:
     """(start → address printed, address → the search's regex on the page, address → the listeners' guesses)."""
     from playwright.sync_api import expect, sync_playwright
 
-    port, folder = free_port(), tempfile.mkdtemp()
-    env = {**os.environ, "HF_HUB_OFFLINE": "1", "GRADIO_ANALYTICS_ENABLED": "False", "GRADIO_TEMP_DIR": folder,
-           "DEMOHUB_STATE_DIR": folder, "PYTHONPATH": str(ROOT)}
-    start = time.perf_counter()
-    proc = subprocess.Popen([sys.executable, "-m", "apps.cli", "serve", "--port", str(port)], env=env, cwd=folder,
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    try:
+    with fresh_hub(capture=True) as (proc, url, start):
         for line in proc.stdout:
-            if f"127.0.0.1:{port}" in line:
+            if url in line:
                 break
         printed = time.perf_counter()
         with sync_playwright() as p:
             browser = p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox",
                                                                          "--disable-background-networking"])
             page = browser.new_page(viewport={"width": 1400, "height": 1000})
-            page.goto(f"http://127.0.0.1:{port}/prax")
+            page.goto(f"{url}/prax")
             box = page.get_by_label("Example string")
             box.fill("2023-01-05")
             box.press("Enter")
@@ -100,10 +90,6 @@ def first_guess() -> tuple[float, float, float]:
             listened = time.perf_counter()
             browser.close()
         return printed - start, searched - printed, listened - printed
-    finally:
-        proc.terminate()
-        proc.wait(timeout=30)
-        shutil.rmtree(folder, ignore_errors=True)
 
 
 def main(argv: list[str] | None = None) -> None:
