@@ -170,7 +170,8 @@ class PraxPipeline(Pipeline):
     @torch.inference_mode()
     def score_programs(self, examples: Sequence[Example], programs: Sequence[str]) -> list[float]:
         """Each program's summed log-probability (its bytes and ``</s>``) under the listener given ``examples``: the
-        score the listener's own sample of it would carry. One teacher-forced pass for all of them."""
+        score the listener's own sample of it would carry. The examples are encoded once, then one teacher-forced
+        decoder pass for all of the programs."""
         if not programs:
             return []
         ids, mask = self._encode([examples])
@@ -180,8 +181,9 @@ class PraxPipeline(Pipeline):
             target[i, :len(row)] = torch.tensor(row)
         decoder = torch.cat([torch.full((len(targets), 1), PROGRAM_ID, dtype=torch.long), target[:, :-1]], dim=1)
         target, decoder = target.to(self.device), decoder.to(self.device)
-        logits = self.model(input_ids=ids.expand(len(targets), -1), attention_mask=mask.expand(len(targets), -1),
-                            decoder_input_ids=decoder).logits.float()
+        encoded = self.model.get_encoder()(input_ids=ids, attention_mask=mask).last_hidden_state  # once for all
+        logits = self.model(encoder_outputs=(encoded.expand(len(targets), -1, -1),),
+                            attention_mask=mask.expand(len(targets), -1), decoder_input_ids=decoder).logits.float()
         logp = torch.log_softmax(logits, dim=-1).gather(-1, target.unsqueeze(-1)).squeeze(-1)
         return (logp * (target != PAD_ID)).sum(dim=1).tolist()
 

@@ -271,3 +271,19 @@ def test_the_page_writes_signs_and_suggestions_for_people(ctx):
     assert _handler(blocks, "load")(None) == (gr.skip(),) * 4
     loaded, listed, _, _ = _handler(blocks, "load")("capitalised word")
     assert [label for label, _ in listed["choices"]][-1] == "−  HELLO"
+
+
+def test_the_api_answers_with_the_candidates_the_page_shows(ctx):
+    """Same examples, same seed: the named endpoint (which the MCP tool, gradio_client and a Ray replica also run)
+    returns the regexes the page's panel lists, in its order, the search's included."""
+    from apps import views
+    from apps.prax import api
+
+    final = _final(_handler(page.build(ctx), "update")(SPEC, "tiny-literal", "tiny-pragmatic", actions.PAGE_SAMPLES,
+                                                       None))
+    for panel, weights in zip(final[:2], ("tiny-literal", "tiny-pragmatic"), strict=True):
+        answer = api.synthesize(ctx, SPEC, weights, actions.SHOWN)
+        programs = [c["program"] for c in answer["candidates"]]
+        assert programs and any(c["search_score"] is not None for c in answer["candidates"])
+        positions = [panel.index(f"<code style='{actions.REGEX}'>{views.text(p)}</code>") for p in programs]
+        assert positions == sorted(positions), "the page lists them in the API's order"
