@@ -107,8 +107,11 @@ def _adder(label: str):
 # left, so no example is lost or reordered however fast a person types or however slow the hub answers.
 EDITS = {**INTERNAL, "trigger_mode": "multiple", "concurrency_id": "prax-example-list", "concurrency_limit": 1}
 BOX_ID = "prax-example-string"
-# The box empties in the browser as the string is sent, so the next one can be typed while the hub answers...
+# The box empties in the browser as the string is sent, so the next one can be typed while the hub answers, and the
+# toasts of earlier refusals close, so a refusal on the screen is always about the latest string (they stacked into
+# one "Warning (4)" with four sentences)...
 SEND_AND_EMPTY = f"""(examples, string, game) => {{
+  document.querySelectorAll("[data-testid='toast-close']").forEach((close) => close.click());
   const box = document.querySelector('#{BOX_ID} textarea, #{BOX_ID} input');
   if (box) {{ box.value = ''; box.dispatchEvent(new Event('input', {{bubbles: true}})); }}
   return [examples, string, game];

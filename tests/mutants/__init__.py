@@ -171,6 +171,9 @@ MUTANTS = (
            "readings (docs/demos.md, PraX)", "apps/prax/search.py",
            "    for beam in (keep, WIDER * keep):", "    for beam in (keep,):",
            ("tests/prax/test_search.py::test_a_wider_beam_where_the_negatives_rule_out_every_reading_of_the_first",)),
+    Mutant("prax-refusal-toasts-stack", "a refusal on the screen is about the latest string (docs/demos.md, PraX)",
+           "apps/prax/page.py", ".forEach((close) => close.click());", ".forEach((close) => void close);",
+           ("tests/robustness/test_person_browser.py::test_prax_refusals_in_a_row_show_one_toast_about_the_latest_string",)),
     Mutant("prax-search-open-lengths-uniform", "the search's speaker types a few characters of an open-ended piece, "
            "not fifteen (docs/demos.md, PraX)", "apps/prax/search.py",
            "        return math.log(1 - OPEN_CONTINUE) + (length - low) * math.log(OPEN_CONTINUE)\n",

@@ -462,6 +462,25 @@ def test_prax_example_set_menu_dismissed_says_nothing_and_a_chosen_set_reads_wit
     narrow.screenshot(path=tmp_path / "prax-search-720.png", full_page=True)
 
 
+def test_prax_refusals_in_a_row_show_one_toast_about_the_latest_string(narrow, tmp_path):
+    """Three refused strings in a row (each already given as a match, then sent as −): one toast, about the latest;
+    the earlier ones close as the next string is sent (they stacked into one "Warning (3)")."""
+    narrow.goto(f"{narrow.base}/prax")
+    box = narrow.get_by_label("Example string")
+    enter_examples(box, "ab1", "cd2", "ef3")
+    minus = narrow.get_by_role("button", name="− should not match")
+    toasts = narrow.locator("[data-testid='toast-body']")
+    for string in ("ab1", "cd2", "ef3"):
+        box.fill(string)
+        minus.click()
+        expect(toasts.last).to_contain_text(f"'{string}' is given both as a match", timeout=60_000)
+    narrow.wait_for_timeout(500)
+    expect(toasts).to_have_count(1)
+    assert not re.search(r"\(\d+\)", toasts.first.inner_text()), toasts.first.inner_text()
+    assert "ab1" not in toasts.first.inner_text()
+    narrow.screenshot(path=tmp_path / "prax-one-toast-720.png")
+
+
 def test_prax_suggest_with_no_examples_says_why_beside_the_example_box(narrow, tmp_path):
     """"Suggest an informative example" before any example: the sentence shows beside the example box (it was a 422
     in the console and nothing on the page); after one example, Suggest answers."""
