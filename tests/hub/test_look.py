@@ -115,7 +115,7 @@ def test_a_page_address_cannot_break_out_of_the_snippet_markup():
 def test_the_hub_navigation_names_each_demo_by_its_paper():
     pages = {route: name for route, name, _ in hub.build_hub().pages}
     assert pages == {"": "Home", **{d.id: d.name for d in apps.DEMOS}}
-    assert [d.name for d in apps.DEMOS][:5] == ["GeoDiffusion", "MERT", "3D-MoLM", "PraX", "Tag2Text"]
+    assert list(pages)[1:] == sorted(d.id for d in apps.DEMOS)  # the registry's rule: by id, whatever demos there are
 
 
 HOSTS = [
