@@ -108,10 +108,19 @@ def config_dict(config: T5Config) -> dict:
     return fields
 
 
-def save_bundled(model: T5ForConditionalGeneration, folder: Path) -> None:
-    """Our layout: ``config.json`` + ``model.safetensors`` (no tokenizer files: ByT5Tokenizer() needs none)."""
+# Our trainer's programs are at most this many characters; ``config.json`` records it for our listeners, and the
+# pipeline samples at most that many tokens plus ten (upstream's 128 are for its programs of up to 124 characters).
+PROGRAM_CHARS_FIELD = "prax_max_program_chars"
+
+
+def save_bundled(model: T5ForConditionalGeneration, folder: Path, max_program_chars: int | None = None) -> None:
+    """Our layout: ``config.json`` + ``model.safetensors`` (no tokenizer files: ByT5Tokenizer() needs none);
+    ``max_program_chars``: the longest program it was trained on (``PROGRAM_CHARS_FIELD``)."""
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
-    (folder / "config.json").write_text(json.dumps(config_dict(model.config), indent=2))
+    fields = config_dict(model.config)
+    if max_program_chars is not None:
+        fields[PROGRAM_CHARS_FIELD] = max_program_chars
+    (folder / "config.json").write_text(json.dumps(fields, indent=2))
     state = {k: v.detach().cpu().contiguous().clone() for k, v in model.state_dict().items() if k not in TIED_KEYS}
     save_file(state, str(folder / SAFETENSORS_NAME), metadata={"format": "pt"})

@@ -18,7 +18,7 @@ import torch
 from apps.prax import checks, dsl, ranking, rsa, search
 from apps.prax.checks import DEFAULT_K, DEFAULT_SAMPLES, SUGGEST_SAMPLES
 from apps.prax.dsl import Example
-from apps.prax.model import load_listener
+from apps.prax.model import PROGRAM_CHARS_FIELD, load_listener
 from apps.prax.ranking import Candidate, PraxOutput  # noqa: F401 (the pipeline's output types, as before)
 from apps.prax.tokens import EOS_ID, PAD_ID, PROGRAM_ID, decode_program, encode_listener_input, encode_program
 from shared.bounded import request_memory_bytes
@@ -72,8 +72,12 @@ class PraxPipeline(Pipeline):
     def from_pretrained(cls, path: str | Path, *, device: str | torch.device = "cpu",
                         dtype: torch.dtype = torch.float32) -> PraxPipeline:
         path = Path(path)
-        return cls(load_listener(path, device=device, dtype=dtype), device=device, dtype=dtype,
+        pipe = cls(load_listener(path, device=device, dtype=dtype), device=device, dtype=dtype,
                    name=weights_name(path))
+        trained_on = getattr(pipe.model.config, PROGRAM_CHARS_FIELD, None)  # our listeners record it; upstream's not
+        if trained_on:
+            pipe.max_new_tokens = min(MAX_NEW_TOKENS, int(trained_on) + 10)  # as our trainer samples them
+        return pipe
 
     check_inputs = staticmethod(checks.check_inputs)  # torch-free: apps/prax/checks.py
 

@@ -131,7 +131,7 @@ def train_literal(args) -> None:
     deadline = time.time() + args.minutes * 60
     stats = train_steps(model, batches(), args.steps, args.lr, log, warmup=0.1, schedule="linear",
                         deadline=deadline, phase="literal")
-    save_bundled(model, out)
+    save_bundled(model, out, MAX_PROGRAM_CHARS)
     log.write(event="done", **stats, examples_seen=stats["steps"] * args.batch_size)
 
 
@@ -206,7 +206,7 @@ def train_pragmatic(args) -> None:
                             schedule="constant", phase=f"round-{round_}")
         log.write(event="round", round=round_, targets=len(targets), rows=len(data), replay_rows=len(replay),
                   sampling_s=sampled_s, mean_spec_len=sum(map(len, specs)) / len(specs), **stats)
-        save_bundled(learner.model, out)
+        save_bundled(learner.model, out, MAX_PROGRAM_CHARS)
         if time.time() > deadline:
             log.write(event="stopped", reason="time budget reached", after_round=round_)
             break

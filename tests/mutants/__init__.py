@@ -174,6 +174,11 @@ MUTANTS = (
     Mutant("prax-refusal-toasts-stack", "a refusal on the screen is about the latest string (docs/demos.md, PraX)",
            "apps/prax/page.py", ".forEach((close) => close.click());", ".forEach((close) => void close);",
            ("tests/robustness/test_person_browser.py::test_prax_refusals_in_a_row_show_one_toast_about_the_latest_string",)),
+    Mutant("prax-bundled-sample-128-tokens", "our listeners sample up to their longest training program plus ten "
+           "tokens (docs/demos.md, PraX)", "apps/prax/pipeline.py",
+           "            pipe.max_new_tokens = min(MAX_NEW_TOKENS, int(trained_on) + 10)", "            pass",
+           ("tests/prax/test_pipeline.py::test_our_listeners_sample_as_long_as_their_longest_program_and_upstreams_as_"
+            "upstream",)),
     Mutant("prax-search-open-lengths-uniform", "the search's speaker types a few characters of an open-ended piece, "
            "not fifteen (docs/demos.md, PraX)", "apps/prax/search.py",
            "        return math.log(1 - OPEN_CONTINUE) + (length - low) * math.log(OPEN_CONTINUE)\n",

@@ -32,6 +32,7 @@ def test_literal_training_writes_hf_folder_and_log(trained):
     assert log[-1]["event"] == "done" and log[-1]["steps"] == 4
     config = json.loads((folder / "config.json").read_text())
     assert config["vocab_size"] == 384 and config["d_model"] == 32 and config["tie_word_embeddings"] is False
+    assert config["prax_max_program_chars"] == train.MAX_PROGRAM_CHARS  # what the pipeline samples up to, plus ten
     assert PraxPipeline.from_pretrained(folder, device="cpu")([("ab", "+")], k=1, num_samples=2).n_samples == 2
 
 

@@ -181,3 +181,14 @@ def test_a_listener_ranks_its_samples_with_the_searchs_regexes(bundled_literal):
             assert c.score == pytest.approx(c.search_score + ranking.LISTENER_WEIGHT * c.logprob)
     assert all(all(c.matches[i] == (e["label"] == "+") for i, e in enumerate(examples)) for c in result.candidates)
 
+
+
+def test_our_listeners_sample_as_long_as_their_longest_program_and_upstreams_as_upstream(bundled_literal,
+                                                                                         official_checkpoint):
+    """Our bundled listeners were trained on programs of at most 30 characters (their config.json says so): they
+    sample up to 40 tokens, as our trainer samples them; a listener in the official layout, which says nothing, up to
+    upstream's 128."""
+    from apps.prax.pipeline import MAX_NEW_TOKENS
+
+    assert bundled_literal.model.config.prax_max_program_chars == 30 and bundled_literal.max_new_tokens == 40
+    assert PraxPipeline.from_pretrained(official_checkpoint).max_new_tokens == MAX_NEW_TOKENS == 128
