@@ -27,7 +27,7 @@ GOAL = 1.5  # seconds: issue #38's warm guess
 
 
 def warm(limit: int | None) -> list[list[object]]:
-    from apps.prax import DEMO, actions, dsl, ranking
+    from apps.prax import DEMO, actions, dsl
     from apps.prax.evaluate import PEOPLE_SPECS, load_specs
     from apps.prax.pipeline import MAX_NEW_TOKENS
     from shared.context import DemoContext
@@ -42,10 +42,10 @@ def warm(limit: int | None) -> list[list[object]]:
             with ctx.compute(name) as pipe:
                 ours, pipe.max_new_tokens = pipe.max_new_tokens, MAX_NEW_TOKENS
                 try:
-                    samples = pipe.sample_programs([checked], actions.PAGE_SAMPLES, seed=actions.SEED)[0]
+                    pipe.synthesize_batch([checked], k=actions.SHOWN, num_samples=actions.PAGE_SAMPLES,
+                                          seed=actions.SEED, validate=False, search=False)
                 finally:
                     pipe.max_new_tokens = ours
-                ranking.rank(checked, samples, actions.SHOWN)
 
     def page(examples):  # the page's guess now: the search's first, then each listener's with the search's
         actions.search_panels(examples, *names)

@@ -165,8 +165,9 @@ def prax_changes(listener: str, n_specs: int, samples: int) -> dict[str, float]:
         start, top = time.perf_counter(), []
         for b in range(0, len(specs), 16):  # as apps.prax.evaluate.score: 16 specs per batch, seed + batch start
             # the listener's own guesses (samples ranked as upstream): the search beside it is the same in both
-            drawn = pipe.sample_programs(examples[b:b + 16], samples, seed=SEED + b)
-            top += [pipe.rank(spec, d, 1).top1 for spec, d in zip(examples[b:b + 16], drawn, strict=True)]
+            results = pipe.synthesize_batch(examples[b:b + 16], k=1, num_samples=samples, seed=SEED + b,
+                                            validate=False, search=False)
+            top += [r.top1 for r in results]
         found[name] = (top, time.perf_counter() - start)
     assert plans["fp32"] == plans["bf16"], "both precisions must make the same generate() calls"
     (top_full, t_full), (top_half, t_half) = found["fp32"], found["bf16"]

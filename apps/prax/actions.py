@@ -313,12 +313,12 @@ def no_regex(output: PraxOutput) -> str:
         return ("Only strings that should not match: give at least one that should (+), so there is a pattern to "
                 "read.")
     readings = search.search(positives, keep=search.KEEP)
-    if not readings:
+    negatives = [e.string for e in output.examples if not e.positive]
+    blocking = next((n for n in negatives if dsl.matches(readings[0], n)), None) if readings else None
+    if blocking is None:  # (a search cut short on a busy machine may read here what it did not read before)
         return (f"No regex of the program space (at most six parts) reads all {len(positives)} strings that should "
                 f"match, and none of the listener's {output.n_samples} samples fits: they may be too different to "
                 "share one pattern; try removing one.")
-    negatives = [e.string for e in output.examples if not e.positive]
-    blocking = next(n for n in negatives if dsl.matches(readings[0], n))
     return (f"The best regex that reads the strings that should match, {readings[0]}, also matches “{blocking}”, "
             f"which should not match, and each of the other {len(readings) - 1} read matches one that should not "
             f"too; none of the listener's {output.n_samples} samples fits either. Check that example's label.")

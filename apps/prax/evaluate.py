@@ -50,12 +50,9 @@ def score(pipeline, specs: list[dict], num_samples: int = 100, batch_size: int =
         examples = [dsl.validate_examples(s["examples"], allow_empty=True) for s in batch]
         if pipeline is None:
             results = [ranking.search_only(spec, 10) for spec in examples]
-        elif listener_only:
-            samples = pipeline.sample_programs(examples, num_samples, seed=seed + b)
-            results = [ranking.rank(spec, drawn, 10) for spec, drawn in zip(examples, samples, strict=True)]
         else:
             results = pipeline.synthesize_batch(examples, k=10, num_samples=num_samples, seed=seed + b,
-                                                validate=False)
+                                                validate=False, search=not listener_only)
         for spec, result in zip(batch, results, strict=True):
             hits = [equivalent(c.program, spec["program"]) for c in result.candidates[:10]]
             no_guess += not result.candidates

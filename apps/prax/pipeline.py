@@ -201,10 +201,11 @@ class PraxPipeline(Pipeline):
     rank = staticmethod(ranking.rank)  # torch-free: apps/prax/ranking.py
 
     def synthesize_batch(self, specs: Sequence[Sequence], k: int = DEFAULT_K, num_samples: int = DEFAULT_SAMPLES,
-                         seed: int | None = None, validate: bool = True, *,
-                         callback: Callback | None = None) -> list[PraxOutput]:
+                         seed: int | None = None, validate: bool = True, *, callback: Callback | None = None,
+                         search: bool = True) -> list[PraxOutput]:
         """One ``PraxOutput`` per spec, sampled in shared batches; ``validate=False`` for specs already checked
-        (evaluation reads them from a spec file). Steps: the generate() calls, then ranking."""
+        (evaluation reads them from a spec file); ``search=False``: the listener's samples alone, ranked as upstream
+        (what evaluation and benchmarks compare with). Steps: the generate() calls, then ranking."""
         if validate:
             checked = [self.check_inputs(spec, k=k, num_samples=num_samples) for spec in specs]
             specs = [examples for examples, _, _ in checked]
@@ -212,7 +213,7 @@ class PraxPipeline(Pipeline):
         samples = self.sample_programs(specs, num_samples, seed=seed, callback=callback, extra_steps=1)
         # Never empty-handed where the search reads the positives: the listener ranks its samples with the search's
         # regexes.
-        results = [self.rank(spec, drawn, k, self.name, self.searched(spec))
+        results = [self.rank(spec, drawn, k, self.name, self.searched(spec) if search else ())
                    for spec, drawn in zip(specs, samples, strict=True)]
         if callback is not None:
             total = len(self.calls(specs, num_samples)) + 1

@@ -23,7 +23,7 @@ LISTENER_WEIGHT = 0.5
 class Candidate:
     program: str
     logprob: float  # summed token log-probability of program + </s> under the listener
-    probability: float  # share among the kept (consistent, unique) candidates: softmax of logprob
+    probability: float  # share among the kept (consistent, unique) candidates: softmax of score
     matches: tuple[bool, ...]  # full match on each example, in the order given
     count: int = 1  # how many samples produced this program (0: only the search proposed it, apps/prax/search.py)
     search_score: float | None = None  # the search's log score (prior + likelihood of the positives); None: not its
@@ -81,7 +81,6 @@ def rank(examples: Sequence[Example], samples: Sequence[tuple[str, float]], k: i
         for p in ranked[:k]
     )
     return PraxOutput(weights, tuple(examples), candidates, len(samples), n_consistent, len(ranked))
-
 
 
 def search_only(examples: Sequence[Example], k: int) -> PraxOutput:

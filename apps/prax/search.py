@@ -8,10 +8,10 @@ positive string at once, starting at (0, ..., 0). From a node, each component of
 that can read the next piece of every string is an *edge* to the node after those pieces:
 
 - a quantified atom (a class, a negated class or a literal character, with ``{n}``, ``{n,m}`` or ``{n,}``): the
-  piece is the same number of characters in every string (1-4), or the longest run of the atom's characters (or that
-  run less its last character, so ``[a-z]{1,}s`` can read a plural);
-- an optional group ``(X)?`` / ``(XY)?``: the strings whose next character fits X's atom read X (and Y), the others
-  skip it;
+  piece is one character in every string, or the longest run of the atom's characters (or that run less its last
+  character, so ``[a-z]{1,}s`` can read a plural);
+- an optional group ``(X)?`` / ``(SX)?``: the strings whose next character fits X's atom (or is the literal S) read
+  the group, the others skip it;
 - an alternation ``(A|B)``: the strings whose next character fits A read A, the others B;
 - a separated field ``X;X``, ``X;X;X``, ``X(;X)*`` (separators ``; , - .``): fields of X's atom joined by the
   separator.
@@ -60,7 +60,6 @@ MAX_QUANTIFIER = 4  # the largest bound in {n} and {n,m} (dsl._quantifier)
 OPEN_LOWS = (1, 2, 3)  # the {n,} lower bounds
 OPEN_LOW_SHARE = {1: 0.6, 2: 0.2, 3: 0.2}  # the sampler draws each {n,} low alike; people mostly mean {1,}
 OPEN_CONTINUE = 0.5  # the speaker's chance to type one more character of an open-ended piece
-FIXED_LENGTHS = (1, 2, 3, 4)
 
 ATOMS = (*dsl.CLASSES, *dsl.NEGATED_CLASSES)
 ATOM_SIZE = {atom: sum(dsl.matches(atom, c) for c in dsl.VALID) for atom in ATOMS}
@@ -121,8 +120,7 @@ class Option:
 
 @lru_cache(maxsize=8192)
 def render(atom: str, low: int, high: int | None) -> str:
-    body = atom if atom in ATOMS else dsl.Literal(atom).render()
-    return dsl.Quantified(dsl.CharClass(body) if atom in ATOMS else dsl.Literal(atom), low, high).render()
+    return dsl.Quantified(dsl.CharClass(atom) if atom in ATOMS else dsl.Literal(atom), low, high).render()
 
 
 @lru_cache(maxsize=4096)
@@ -131,7 +129,7 @@ def fits(atom: str, char: str) -> bool:
 
 
 @lru_cache(maxsize=4096)
-def quantifiers(lengths: frozenset[int]) -> list[tuple[int, int | None]]:
+def quantifiers(lengths: frozenset[int]) -> tuple[tuple[int, int | None], ...]:
     """The quantifiers of the program space that allow every length in ``lengths``."""
     low, high = min(lengths), max(lengths)
     out: list[tuple[int, int | None]] = []
@@ -172,11 +170,9 @@ def atom_reads(strings: Sequence[str], starts: Sequence[int], atom: str) -> list
 
 def atoms_at(strings: Sequence[str], starts: Sequence[int]) -> list[str]:
     """The atoms that fit every string's next character: the literal (when it is the same everywhere) and classes."""
-    chars = {s[p] for s, p in zip(strings, starts, strict=True) if p < len(s)}
-    if len(chars) != 1 and any(p >= len(s) for s, p in zip(strings, starts, strict=True)):
-        return []
     if any(p >= len(s) for s, p in zip(strings, starts, strict=True)):
         return []
+    chars = {s[p] for s, p in zip(strings, starts, strict=True)}
     out = [atom for atom in ATOMS if all(fits(atom, c) for c in chars)]
     if len(chars) == 1 and next(iter(chars)) in LITERALS:
         out.insert(0, next(iter(chars)))
@@ -242,7 +238,7 @@ def optional_groups(strings: Sequence[str], starts: Sequence[int]) -> list[Optio
         if not takers or len(takers) == len(strings):
             continue
         sub, sub_starts = _subset(strings, takers), _subset(starts, takers)
-        outside = len(takers) * math.log(0.5) + (len(strings) - len(takers)) * math.log(0.5)
+        taken_or_not = len(strings) * math.log(0.5)  # each string takes the group or skips it with 1/2
         for first in atom_options(sub, sub_starts, atom, every_quantifier=False):
             inners = [(first.regex, first.ends, first.score + math.log(2 / 3))]
             second = tightest(sub, first.ends) if atom not in ATOMS else None  # a literal, then a field
@@ -250,7 +246,7 @@ def optional_groups(strings: Sequence[str], starts: Sequence[int]) -> list[Optio
                 inners += [(first.regex + o.regex, o.ends, first.score + o.score + math.log(1 / 3))
                            for o in atom_options(sub, first.ends, second, every_quantifier=False)]
             for regex, sub_ends, score in inners:
-                out.append(Option(f"({regex})?", _moved(starts, takers, sub_ends), LOG_OPTIONAL + score + outside))
+                out.append(Option(f"({regex})?", _moved(starts, takers, sub_ends), LOG_OPTIONAL + score + taken_or_not))
     return out
 
 
@@ -312,11 +308,7 @@ def separated(strings: Sequence[str], starts: Sequence[int]) -> list[Option]:
             fields = [_fields(s, p, atom, separator) for s, p in zip(strings, starts, strict=True)]
             if any(f is None for f in fields):
                 continue
-            lengths = frozenset(n for f in fields for n in f)
-            options = quantifiers(lengths)
-            if not options:
-                continue
-            low, high = options[0]
+            low, high = quantifiers(frozenset(n for f in fields for n in f))[0]  # the tightest
             x = render(atom, low, high)
             counts = {len(f) for f in fields}
             chars = sum(sum(f) for f in fields)

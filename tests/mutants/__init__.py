@@ -160,8 +160,7 @@ MUTANTS = (
            ("tests/hub/test_shares.py::test_a_file_uploaded_again_belongs_to_its_latest_upload",)),
     Mutant("prax-empty-handed", "a listener ranks its samples with the search's regexes, so it is never "
            "empty-handed where the search reads the examples (docs/demos.md, PraX)", "apps/prax/pipeline.py",
-           "        results = [self.rank(spec, drawn, k, self.name, self.searched(spec))\n",
-           "        results = [self.rank(spec, drawn, k, self.name)\n",
+           "self.searched(spec) if search else ()", "()",
            ("tests/prax/test_pipeline.py::test_a_listener_ranks_its_samples_with_the_searchs_regexes",)),
     Mutant("prax-search-splits-runs", "the search reads a run of one atom as one piece (docs/demos.md, PraX)",
            "apps/prax/search.py", "                        if option.atom and option.atom == first:\n",

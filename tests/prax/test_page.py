@@ -287,3 +287,19 @@ def test_the_api_answers_with_the_candidates_the_page_shows(ctx):
         assert programs and any(c["search_score"] is not None for c in answer["candidates"])
         positions = [panel.index(f"<code style='{actions.REGEX}'>{views.text(p)}</code>") for p in programs]
         assert positions == sorted(positions), "the page lists them in the API's order"
+
+
+def test_with_no_guess_one_sentence_says_which_example_rules_out_what():
+    """A panel with no candidate says why: no string that should match; the best reading of the matches and the
+    string that should not match it reads; or (where that reading fits every example: a search cut short) that no
+    regex was found, never an error."""
+    def panel(*pairs):
+        examples = tuple(Example(s, label) for s, label in pairs)
+        return actions.render_guesses("PraX listener", PraxOutput("tiny-pragmatic", examples, (), 100, 0, 0))
+
+    assert "Only strings that should not match" in panel(("x", "-"))
+    blocked = panel(("ab", "+"), ("cd", "+"), ("ef", "-"))
+    assert html.escape("[a-z]{2}, also matches “ef”, which should not match") in blocked
+    assert "none of the listener&#x27;s 100 samples fits" in blocked
+    fits = panel(("ab", "+"), ("cd", "+"), ("12", "-"))  # its best reading matches no negative
+    assert "No regex of the program space (at most six parts) reads all 2 strings" in fits
