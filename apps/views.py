@@ -147,8 +147,10 @@ def demo_card(demo_id: str, title: str, tagline: str, paper_url: str, code_url: 
 
 
 def preview_of(demo) -> str:
-    """A demo's card picture (``Demo.preview_html``); a failure leaves the box empty (the log says why), never the
-    card."""
+    """A demo's card picture: the one it declares (``Demo.preview_html``), else its title drawn (``title_picture``);
+    a failure leaves the box empty (the log says why), never the card."""
+    if not demo.preview:
+        return title_picture(demo)
     try:
         return demo.preview_html()
     except Exception:
@@ -156,6 +158,39 @@ def preview_of(demo) -> str:
 
         log.warning("the %s card's preview failed", demo.id, exc_info=True)
         return ""
+
+
+# Soft tints of the colours a Space card may name (the Hugging Face Hub's colorFrom and colorTo), under dark letters.
+TINTS = {"red": "#fee2e2", "yellow": "#fef9c3", "green": "#dcfce7", "blue": "#dbeafe", "indigo": "#e0e7ff",
+         "purple": "#f3e8ff", "pink": "#fce7f3", "gray": "#f3f4f6"}
+
+
+def title_picture(demo, width: int = 224, height: int = 126) -> str:
+    """The card's picture of a demo that declares none: the paper's short name in large letters and what the demo
+    does (its title after the colon) under it, on a gradient of its Space card's colours (SVG, every text escaped).
+    Letter sizes follow the lengths (a bold capital is about 0.72 em wide), so a long name still fits the card:
+    squeezed below 14 px, a longer line shortened."""
+    name, _, does = (part.strip() for part in demo.title.partition(":"))
+    name = name or demo.id
+    size = min(44.0, (width - 24) / (0.72 * len(name)))
+    squeeze = f' textLength="{width - 24}" lengthAdjust="spacingAndGlyphs"' if size < 14 else ""
+    size = max(14.0, size)
+    small = max(10.0, min(13.0, (width - 16) / (0.55 * max(1, len(does)))))
+    room = int((width - 16) / (0.55 * small))
+    if len(does) > room:
+        does = does[:room - 1].rstrip() + "…"
+    top, bottom = (TINTS.get(c, TINTS["gray"]) for c in demo.space_colours)
+    letters = 'text-anchor="middle" font-family="ui-sans-serif, system-ui, sans-serif" fill="#1f2937"'
+    lines = [f'<text x="{width / 2:g}" y="{height / 2 + (0 if does else size * 0.35):.1f}" font-size="{size:.1f}" '
+             f'font-weight="700" {letters}{squeeze}>{text(name)}</text>']
+    if does:
+        lines.append(f'<text x="{width / 2:g}" y="{height / 2 + size * 0.35 + small * 1.8:.1f}" '
+                     f'font-size="{small:.1f}" {letters} opacity="0.8">{text(does)}</text>')
+    return (f'<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {width} {height}" width="{width}" '
+            f'height="{height}" role="img" aria-label="{text(demo.title)}">'
+            f'<defs><linearGradient id="tint-{text(demo.id)}" x1="0" y1="0" x2="1" y2="1">'
+            f'<stop offset="0" stop-color="{top}"/><stop offset="1" stop-color="{bottom}"/></linearGradient></defs>'
+            f'<rect width="{width}" height="{height}" rx="8" fill="url(#tint-{text(demo.id)})"/>{"".join(lines)}</svg>')
 
 
 # Where the page's address is one only its visitor can reach, a page's embed section says so before its snippets, and

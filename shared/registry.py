@@ -70,7 +70,8 @@ class Demo:
     works_without_weights: str = ""  # what the page does with no weights at all, a short phrase for the hub's card
     about: str = ""  # the README's paragraph on the demo (Markdown): what a visitor does there and gets
     weights_give: str = "the model's answers"  # what its official weights add, for the README's offline table
-    preview: str = ""  # "module:function" -> HTML: the hub card's picture, made from the demo's own editor or examples
+    preview: str = ""  # "module:function" -> HTML: the hub card's picture, made from the demo's own editor or examples;
+    # "": the card draws the demo's title (apps/views.py)
     embed_height: int = 900  # px: the embed iframe's height before the page reports its own: the embedded view's
     # height at 720 px wide before any result (measured by a browser test)
 

@@ -3,13 +3,16 @@ for the hub and for single-demo Spaces."""
 
 from __future__ import annotations
 
+import dataclasses
 import re
 import xml.etree.ElementTree as ET
 
 import pytest
 
 import apps
-from apps import hub, spaces, ui
+from apps import hub, spaces, ui, views
+
+SVG = "http://www.w3.org/2000/svg"
 
 
 @pytest.mark.parametrize("kind", ui.NOTICE_KINDS)
@@ -30,9 +33,13 @@ def test_banner_text_is_escaped():
 
 @pytest.mark.parametrize("demo", apps.DEMOS, ids=lambda d: d.id)
 def test_each_card_pictures_the_demo_with_its_own_editor_or_examples(demo):
-    """No placeholder initials: the card shows the first example layout, molecule, example set or image."""
-    picture = demo.preview_html()
-    assert picture.startswith(("<svg", "<img", "<div"))
+    """A demo that declares a picture: the card shows it (the first example layout, molecule, example set or image);
+    one that declares none: its title, drawn (below)."""
+    picture = views.preview_of(demo)
+    if not demo.preview:
+        assert picture == views.title_picture(demo)
+        return
+    assert picture == demo.preview_html() and picture.startswith(("<svg", "<img", "<div"))
     if picture.startswith("<svg"):
         ET.fromstring(picture)  # well-formed, as the browser needs it inline
     if demo.id == "tag2text":  # the first example image, inline (a data URL: it shows on both hubs)
@@ -46,6 +53,20 @@ def test_each_card_pictures_the_demo_with_its_own_editor_or_examples(demo):
         return
     expected = {"geodiffusion": "car", "molm3d": "<svg", "prax": "12ab", "mert": "<rect"}.get(demo.id, "")
     assert expected in picture
+
+
+def test_a_demo_that_declares_no_picture_gets_its_title_drawn_and_escaped():
+    title = 'Fo<script>alert("x")</script> & Co: what `it` *does*'
+    demo = dataclasses.replace(apps.DEMOS[0], preview="", title=title, space_colours=("pink", "no-such-colour"))
+    picture = views.preview_of(demo)
+    svg = ET.fromstring(picture)  # well-formed, as the browser needs it inline
+    assert svg.tag == f"{{{SVG}}}svg" and svg.get("aria-label") == title
+    assert [t.text for t in svg.iter(f"{{{SVG}}}text")] == [demo.name, "what `it` *does*"]
+    assert "<script>" not in picture and "`" not in picture
+    assert views.TINTS["pink"] in picture and views.TINTS["gray"] in picture, "its Space's colours, else grey"
+    assert hub.card_html(hub.PageResult(demo, "ready")).count("<svg") == 1, "the Gradio hub's card draws it"
+    without_colon = ET.fromstring(views.title_picture(dataclasses.replace(demo, title="Solo")))
+    assert [t.text for t in without_colon.iter(f"{{{SVG}}}text")] == ["Solo"]
 
 
 def test_cards_say_what_runs_on_this_server_now(monkeypatch, tmp_path):
