@@ -7,6 +7,9 @@ name a path on the server (any file there could be read, any file's existence pr
 
 from __future__ import annotations
 
+import io
+import struct
+import zipfile
 from pathlib import Path
 from typing import Any
 
@@ -39,3 +42,35 @@ def api_file(value: Any, argument: str) -> Path | None:
 def api_files(values: Any, argument: str) -> list[Path | None]:
     """``api_file`` for each of a multi-file argument (one reference, or a list of them)."""
     return [api_file(v, argument) for v in each(values)]
+
+
+def open_zip(path: Path, max_directory_bytes: int, advice: str) -> zipfile.ZipFile:
+    """``ZipFile(path)``, once its central directory is known to be at most ``max_directory_bytes``: ``ZipFile``
+    parses all of it into objects (~11 bytes of memory per byte of directory), before anyone can count the entries.
+    ``advice`` ends the sentence of a refusal ("zip only the images, at most 64")."""
+    if central_directory_bytes(path) > max_directory_bytes:
+        raise UserInputError(f"{path.name} lists too many files (its directory is over "
+                             f"{max_directory_bytes // 2**20} MB); {advice}.")
+    try:
+        return zipfile.ZipFile(path)
+    except (zipfile.BadZipFile, OSError, ValueError, EOFError):
+        raise UserInputError(f"{path.name} is not a readable zip archive; zip the files again and retry.") from None
+
+
+def central_directory_bytes(path: Path) -> int:
+    """The central directory's size from the end-of-central-directory record (0 if there is none: ``ZipFile`` will
+    then refuse the file). Zip64 archives keep 0xFFFFFFFF there only for directories over 4 GB."""
+    try:
+        with open(path, "rb") as fp:
+            fp.seek(0, io.SEEK_END)
+            fp.seek(max(0, fp.tell() - (22 + 65535)))  # the record (22 bytes) and at most a 64 KB comment
+            tail = fp.read()
+    except OSError:
+        return 0
+    records = []  # (comment length matches the rest of the file, directory size), last record first
+    at = tail.rfind(b"PK\x05\x06", 0, len(tail) - 18)  # a record needs 22 bytes
+    while at >= 0:
+        directory, comment = struct.unpack("<LxxxxH", tail[at + 12 : at + 22])
+        records.append((at + 22 + comment == len(tail), directory))
+        at = tail.rfind(b"PK\x05\x06", 0, at)
+    return max(records, key=lambda record: record[0])[1] if records else 0  # an exact one, else the last

@@ -52,6 +52,7 @@ import numpy as np
 from PIL import Image, ImageOps, UnidentifiedImageError
 
 from shared.errors import UserInputError
+from shared.uploads import open_zip
 from shared.validation import kind_of
 
 MEAN = np.array([0.485, 0.456, 0.406], dtype=np.float32)
@@ -455,34 +456,7 @@ def _header_size(fp: Any, name: str) -> tuple[int, int]:
 
 
 def _open_zip(path: Path) -> zipfile.ZipFile:
-    """``ZipFile(path)``, once its central directory is known to be small: ``ZipFile`` parses all of it into
-    objects (~11 bytes of memory per byte of directory), before anyone can count the entries."""
-    if _central_directory_bytes(path) > MAX_ZIP_DIRECTORY_BYTES:
-        raise UserInputError(f"{path.name} lists too many files (its directory is over "
-                             f"{MAX_ZIP_DIRECTORY_BYTES // 2**20} MB); zip only the images, at most {MAX_BATCH}.")
-    try:
-        return zipfile.ZipFile(path)
-    except (zipfile.BadZipFile, OSError, ValueError, EOFError):
-        raise UserInputError(f"{path.name} is not a readable zip archive; zip the images again and retry.") from None
-
-
-def _central_directory_bytes(path: Path) -> int:
-    """The central directory's size from the end-of-central-directory record (0 if there is none: ``ZipFile`` will
-    then refuse the file). Zip64 archives keep 0xFFFFFFFF there only for directories over 4 GB."""
-    try:
-        with open(path, "rb") as fp:
-            fp.seek(0, io.SEEK_END)
-            fp.seek(max(0, fp.tell() - (22 + 65535)))  # the record (22 bytes) and at most a 64 KB comment
-            tail = fp.read()
-    except OSError:
-        return 0
-    records = []  # (comment length matches the rest of the file, directory size), last record first
-    at = tail.rfind(b"PK\x05\x06", 0, len(tail) - 18)  # a record needs 22 bytes
-    while at >= 0:
-        directory, comment = struct.unpack("<LxxxxH", tail[at + 12 : at + 22])
-        records.append((at + 22 + comment == len(tail), directory))
-        at = tail.rfind(b"PK\x05\x06", 0, at)
-    return max(records, key=lambda record: record[0])[1] if records else 0  # an exact one, else the last
+    return open_zip(path, MAX_ZIP_DIRECTORY_BYTES, f"zip only the images, at most {MAX_BATCH}")
 
 
 def _zip_entries(archive: zipfile.ZipFile, path: Path, skipped: list[str]) -> list[tuple[str, Path, zipfile.ZipInfo]]:
