@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import logging
 import secrets
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 log = logging.getLogger("demohub")
 
@@ -27,6 +29,16 @@ class UserInputError(DemoHubError, ValueError):
         super().__init__(message)
         self.argument = argument
 
+
+
+@contextmanager
+def named_argument(name: str) -> Iterator[None]:
+    """Name the argument a ``UserInputError`` raised inside is about (a shared check's sentence, e.g.
+    ``shared.validation.check_text``'s, for the argument the caller knows)."""
+    try:
+        yield
+    except UserInputError as error:
+        raise UserInputError(str(error), argument=name) from None
 
 def page_inputs(**names: str):
     """Declare on a page's check which of the page's inputs each argument name its errors carry is, where the two

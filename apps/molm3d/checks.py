@@ -4,13 +4,11 @@ an API call's first check import this module only, so the first call after start
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass
 
 from apps.molm3d import conformer as conf
 from apps.molm3d.tasks import DECODINGS, FAST_NOTE, MAX_QUESTION_CHARS, MOL_TOKEN, Task, get_task, instruction_for
-from shared.errors import UserInputError
+from shared.errors import UserInputError, named_argument
 from shared.validation import check_number, check_text
 
 MAX_BATCH = 16
@@ -34,15 +32,6 @@ class MoLM3DInputs:
     def argument(self) -> str:
         """The name of the molecule parameter these inputs came through."""
         return "molecule" if self.single else "molecules"
-
-
-@contextmanager
-def named_argument(name: str) -> Iterator[None]:
-    """Name the ``__call__``/``answer_batch`` argument a ``UserInputError`` raised inside is about."""
-    try:
-        yield
-    except UserInputError as error:
-        raise UserInputError(str(error), argument=name) from None
 
 
 def check_inputs(molecule, question: str | None = None, task: str | None = None, *,

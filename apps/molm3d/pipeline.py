@@ -31,7 +31,7 @@ import torch
 
 from apps.molm3d import checks
 from apps.molm3d import conformer as conf
-from apps.molm3d.checks import MoLM3DInputs, named_argument
+from apps.molm3d.checks import MoLM3DInputs
 from apps.molm3d.llm import load_llama
 from apps.molm3d.properties import PropertyReference, reference
 from apps.molm3d.tasks import (
@@ -43,7 +43,7 @@ from apps.molm3d.tasks import (
     parse_number,
 )
 from shared.checkpoints import load_torch_checkpoint
-from shared.errors import CheckpointError
+from shared.errors import CheckpointError, named_argument
 from shared.pipeline import Callback, Pipeline, PipelineOutput, to_json
 
 UNIMOL_FILE = "uni-mol/mol_pre_no_h_220816.pt"
