@@ -81,7 +81,7 @@ def embed_section(demo_id: str) -> None:
     reached = urlsplit(st.context.url or "")
     page = f"{public}/{demo_id}" if public else f"{reached.scheme}://{reached.netloc}{reached.path}".rstrip("/")
     snippet = (f'<iframe src="{html.escape(page)}?embed=true" title="{html.escape(demo.title)}" '
-               f'style="border:0;width:100%" height="{demo.embed_height}" loading="lazy"></iframe>')
+               f'style="border:0;width:100%" height="{views.EMBED_HEIGHT}" loading="lazy"></iframe>')
     with st.expander("Embed this demo"):
         reach = "" if public else views.local_reach(reached.hostname or "")
         if reach:

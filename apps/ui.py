@@ -444,6 +444,7 @@ def validator(check: Callable[..., Any]) -> Callable[..., Any]:
 EMBED_PARAMETER = "embed=1"
 HEIGHT_MESSAGE = "demohub:height"
 MAX_EMBED_HEIGHT = 20_000  # px: what a snippet accepts from the frame, whatever it sends
+EMBED_HEIGHT = views.EMBED_HEIGHT  # px: the iframe's height until the page reports its own (the Streamlit pages' too)
 PAGE_URL = "https://YOUR-HUB/DEMO"  # in the snippets until the browser puts in the address the visitor reached
 
 EMBED_HEAD = """<script>
@@ -474,14 +475,14 @@ EMBED_CSS = """
 
 def embed_snippets(demo: Demo, page_url: str, space_id: str | None = None) -> dict[str, str]:
     """Copyable HTML that embeds this demo from ``page_url`` (the page's own address): an iframe of its embedded
-    view that takes the height the page reports (a few lines of script; without them it keeps ``demo.embed_height``,
-    the embedded view's measured height at 720 px before any result), and Gradio's web component, which sizes itself.
-    With ``space_id`` (the hub runs on that Space) the web component names the Space."""
+    view that starts at ``EMBED_HEIGHT`` and takes the height the page reports (a few lines of script; without them it
+    keeps ``EMBED_HEIGHT``, and scrolls inside where the view is taller), and Gradio's web component, which sizes
+    itself. With ``space_id`` (the hub runs on that Space) the web component names the Space."""
     frame = f"demohub-{demo.id}"
     src = page_url + ("&" if "?" in page_url else "?") + EMBED_PARAMETER
     iframe = (
         f'<iframe id="{frame}" src="{html.escape(src)}" title="{html.escape(demo.title)}" '
-        f'style="border:0;width:100%" height="{demo.embed_height}" loading="lazy"></iframe>\n'
+        f'style="border:0;width:100%" height="{EMBED_HEIGHT}" loading="lazy"></iframe>\n'
         "<script>\n"
         'addEventListener("message", (event) => {\n'
         f'  const frame = document.getElementById("{frame}");\n'

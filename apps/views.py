@@ -193,6 +193,11 @@ def title_picture(demo, width: int = 224, height: int = 126) -> str:
             f'<rect width="{width}" height="{height}" rx="8" fill="url(#tint-{text(demo.id)})"/>{"".join(lines)}</svg>')
 
 
+# An embed snippet's iframe height before its page reports its own (the Gradio pages do, and the snippet's script takes
+# it; Streamlit's embedded view does not, and its iframe keeps this). One for every demo: no demo declares a height.
+EMBED_HEIGHT = 900  # px
+
+
 # Where the page's address is one only its visitor can reach, a page's embed section says so before its snippets, and
 # how to get an address others can reach (Gradio's pages decide in the browser, Streamlit's from the request's Host;
 # ADDRESS, REACH and DEMO are filled in).

@@ -72,8 +72,6 @@ class Demo:
     weights_give: str = "the model's answers"  # what its official weights add, for the README's offline table
     preview: str = ""  # "module:function" -> HTML: the hub card's picture, made from the demo's own editor or examples;
     # "": the card draws the demo's title (apps/views.py)
-    embed_height: int = 900  # px: the embed iframe's height before the page reports its own: the embedded view's
-    # height at 720 px wide before any result (measured by a browser test)
 
     def __post_init__(self):
         if not 0 < len(self.summary) <= SUMMARY_CHARS:

@@ -48,7 +48,6 @@ DEMO = Demo(
           "generate detection-ready images (optionally with Epsilon Scaling, or a 2.4-4.8× faster sampler); export "
           "them as a COCO dataset.",
     weights_give="the images",
-    embed_height=2900,
     requirements=("diffusers>=0.30", "transformers>=4.50", "accelerate>=0.30"),
     gpu_dtype="float16",  # Stable Diffusion 1.5 fine-tunes, released and evaluated in fp16
 )

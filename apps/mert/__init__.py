@@ -46,7 +46,6 @@ DEMO = Demo(
           "genre, mood, instruments and more, with score bars, emotion on arousal and valence axes, and a timeline "
           "window by window. Its page is the form made from its declaration ([adding a demo](docs/adding-a-demo.md)).",
     weights_give="the descriptions (encoder and heads)",
-    embed_height=1520,  # the embedded view at 720 px before any result: 1,502 px (tests/browser/test_layout.py)
     api="apps.mert.api",
     requirements=("transformers>=4.50", "soundfile>=0.12", "soxr>=0.3"),
 )

@@ -43,7 +43,6 @@ DEMO = Demo(
     about="give a SMILES or an SDF; see the RDKit conformer in 2D and 3D and RDKit's reference values, and ask the "
           "model for a description, a property or anything else; numeric answers come beside RDKit's value.",
     weights_give="the answers (Llama-2-7B, Uni-Mol, Q-Former + LoRA)",
-    embed_height=2430,
     requirements=("transformers>=4.50", "rdkit>=2024.3", "sentencepiece>=0.2"),
     quantizes=True,  # DEMOHUB_QUANTIZE=int8|int4: the language model's weights on a CPU (shared/quantize.py)
     cpu_dtype="bfloat16",  # a 7B model in fp32 needs ~28 GB of RAM; bf16 halves it

@@ -50,6 +50,5 @@ DEMO = Demo(
           "Suggest the most informative next example, or play the paper's game: teach the listeners a regex they "
           "cannot see.",
     weights_give="the paper's ByT5 listeners",
-    embed_height=1400,
     requirements=("transformers>=4.50", "regex>=2024.0", "greenery>=4.2"),
 )

@@ -36,6 +36,5 @@ DEMO = Demo(
     about="upload images (one, several, or a zip); get tags with scores and a caption you can steer with your own "
           "tags; 3× faster than the official code on a CPU, same tags.",
     weights_give="the tags and captions",
-    embed_height=1580,
     requirements=("transformers>=4.50",),
 )

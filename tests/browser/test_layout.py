@@ -1,14 +1,18 @@
 """Pages that work where they are embedded: every page at 1400 px and at a paper page's ~720 px iframe, in the light
 and the dark theme. No horizontal scrolling, the page's main controls on screen, styled banners, no emoji (Debian
-Chromium has no emoji font), and embed snippets whose default height holds the embedded view at 720 px.
+Chromium has no emoji font), and an iframe snippet that takes the embedded view's own height in a 720 px paper page.
 
 Screenshots land in ``$DEMOHUB_SCREENSHOTS`` (default: the test's temp dir) as ``<page>-<width>-<theme>.png``.
 """
 
 from __future__ import annotations
 
+import functools
+import http.server
 import os
 import re
+import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -74,31 +78,67 @@ def test_page_fits_width_and_shows_its_main_controls(browser, hub_url, route, wi
         context.close()
 
 
-def settled_height(page, quiet_s: float = 2.0, limit_s: float = 20.0) -> int:
-    """The content's height (what the embedded view reports) once it has stopped changing for ``quiet_s`` (viewers
-    and examples render late)."""
+def settled_height(frame, quiet_s: float = 2.0, limit_s: float = 20.0) -> int:
+    """The content's height (what the embedded view reports: its app's bottom) once it has stopped changing for
+    ``quiet_s`` (viewers and examples render late); ``frame``: a page or a frame."""
     height, since, waited = -1, 0.0, 0.0
     while waited < limit_s and since < quiet_s:
-        now = page.evaluate("() => Math.ceil(document.querySelector('gradio-app').getBoundingClientRect().bottom)")
+        now = frame.evaluate("() => Math.ceil(document.querySelector('gradio-app').getBoundingClientRect().bottom "
+                             "+ window.scrollY)")
         since = since + 0.25 if now == height else 0.0
         height = now
-        page.wait_for_timeout(250)
+        frame.wait_for_timeout(250)
         waited += 0.25
     return height
 
 
+@pytest.fixture
+def paper_page(tmp_path):
+    """A paper's project page on an origin of its own: ``put(body)`` writes it into a folder served here and returns
+    its address."""
+    site = tmp_path / "paper-site"
+    site.mkdir()
+
+    class Quiet(http.server.SimpleHTTPRequestHandler):
+        def log_message(self, *args):
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(Quiet, directory=str(site)))
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+
+    def put(body: str) -> str:
+        (site / "index.html").write_text("<!doctype html><html><head><meta charset='utf-8'><link rel='icon' "
+                                         "href='data:,'></head><body style='margin:0 16px'><h1>Our paper</h1>"
+                                         f"{body}<p>After the demo.</p></body></html>")
+        return f"http://127.0.0.1:{server.server_address[1]}/index.html"
+
+    yield put
+    server.shutdown()
+
+
 @pytest.mark.parametrize("demo", apps.DEMOS, ids=lambda d: d.id)
-def test_embed_snippet_height_holds_the_embedded_view_at_720px(browser, hub_url, demo):
-    """The iframe's height before the page reports its own (or where the paper page strips the snippet's script)."""
-    context, page = open_page(browser, f"{hub_url}/{demo.id}?{ui.EMBED_PARAMETER}", 720, "light")
+def test_the_iframe_snippet_takes_the_embedded_views_own_height_at_720px(browser, hub_url, paper_page, demo):
+    """No demo declares a height: the snippet's iframe starts at one height for all (``ui.EMBED_HEIGHT``) and, in a
+    paper page 720 px wide, ends at the embedded view's own height (the page measures itself and says so), within the
+    snippet's bound, so nothing is cut off and no empty band is left below the demo."""
+    snippet = ui.embed_snippets(demo, f"{hub_url}/{demo.id}")["iframe"]
+    assert f'height="{ui.EMBED_HEIGHT}"' in snippet
+    context = browser.new_context(viewport={"width": 720, "height": 900})
+    page = context.new_page()
     try:
-        expect(page.get_by_text(demo.title).first).to_be_visible(timeout=30_000)
-        expect(page.locator("nav")).to_be_hidden()
-        expect(page.get_by_text("Embed this demo")).to_be_hidden()
-        height = settled_height(page)
+        page.goto(paper_page(snippet))
+        iframe = page.locator(f"iframe#demohub-{demo.id}")
+        frame = page.frame_locator(f"iframe#demohub-{demo.id}")
+        expect(frame.get_by_text(demo.title).first).to_be_visible(timeout=30_000)
+        expect(frame.locator("nav")).to_be_hidden()
+        expect(frame.get_by_text("Embed this demo")).to_be_hidden()
+        view = settled_height(iframe.element_handle().content_frame())
+        assert 0 < view <= ui.MAX_EMBED_HEIGHT, f"{demo.id}'s embedded view is {view} px tall at 720 px"
+        deadline = time.monotonic() + 10
+        while abs(int(iframe.get_attribute("height")) - view) > 2 and time.monotonic() < deadline:
+            page.wait_for_timeout(200)  # the frame's last message may still be on its way
+        height = int(iframe.get_attribute("height"))
+        assert abs(height - view) <= 2, f"{demo.id}: the iframe is {height} px tall, its embedded view {view} px"
+        assert abs(iframe.bounding_box()["height"] - view) <= 2, "the paper page draws it at that height"
     finally:
         context.close()
-    snippet = ui.embed_snippets(demo, f"{hub_url}/{demo.id}")["iframe"]
-    iframe_height = int(re.search(r'height="(\d+)"', snippet).group(1))
-    assert height <= iframe_height, f"{demo.id} is {height} px tall at 720 px; the iframe snippet gives {iframe_height}"
-    assert iframe_height - height < 300, f"{demo.id}: the snippet's {iframe_height} px leaves a large empty gap"

@@ -112,7 +112,7 @@ def test_embed_snippets_name_the_page_address_they_are_given_and_its_embedded_vi
     snippets = ui.embed_snippets(demo, f"https://lab.example/demos/{demo.id}")
     iframe = snippets["iframe"]
     assert f'src="https://lab.example/demos/{demo.id}?{ui.EMBED_PARAMETER}"' in iframe
-    assert f'height="{demo.embed_height}"' in iframe
+    assert f'height="{ui.EMBED_HEIGHT}"' in iframe, "one starting height for every demo, then the page's own"
     assert "localhost" not in iframe and "hf.space" not in iframe, "no address the visitor did not reach"
     # the iframe's height follows only its own frame's message, within bounds
     assert "event.source !== frame.contentWindow" in iframe and str(ui.MAX_EMBED_HEIGHT) in iframe
