@@ -1,14 +1,18 @@
-"""The docs that follow from the demos' declarations and registrations, rewritten by ``python -m apps.api_docs``:
-docs/api.md's "Reference" section (``shared.api.reference``), checkpoints/README.md's table of weight sets, and the
-README's paragraph and picture per demo and its table of what runs without the Hugging Face Hub; tests fail while a
-page differs from what this writes."""
+"""The files that follow from the demos' declarations and registrations, rewritten by ``python -m apps.api_docs``, the
+one command to run after adding or changing a demo: docs/api.md's "Reference" section (``shared.api.reference``),
+checkpoints/README.md's table of weight sets, the README's paragraph and picture per demo and its table of what runs
+without the Hugging Face Hub, and every Space's folder, each demo's and the hub's (``spaces/<name>/``, through
+``apps.spaces.export``, as ``demohub export-space`` writes it). It names each file it changed; tests fail while a
+file differs from what this writes."""
 
 from __future__ import annotations
 
 import re
 import sys
+from pathlib import Path
 
 import apps
+from apps import spaces
 from shared.api import reference
 from shared.weights import REPO_ROOT
 
@@ -137,13 +141,20 @@ def weights_page(page: str) -> str:
     return updated
 
 
-def main() -> int:
-    for path, rewrite in ((API_DOC, page_with_reference), (WEIGHTS_DOC, weights_page), (README, readme_page)):
+def main(root: Path = REPO_ROOT) -> int:
+    """Rewrite the generated files of the checkout at ``root`` (this one; a test gives a copy of the pages) and say
+    which changed."""
+    changed = []
+    for page_path, rewrite in ((API_DOC, page_with_reference), (WEIGHTS_DOC, weights_page), (README, readme_page)):
+        path = root / page_path.relative_to(REPO_ROOT)
         page = path.read_text(encoding="utf-8")
         updated = rewrite(page)
         if updated != page:
             path.write_text(updated, encoding="utf-8")
-            print(f"{path.relative_to(REPO_ROOT)}: rewritten from the declarations")
+            changed.append(path)
+    changed += spaces.export(root=root / spaces.SPACES_ROOT.relative_to(REPO_ROOT))
+    for path in changed:
+        print(f"{path.relative_to(root)}: rewritten from the declarations")
     return 0
 
 

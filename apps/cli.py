@@ -186,8 +186,10 @@ def cmd_export_space(args: argparse.Namespace) -> int:
     from apps import spaces
 
     root = Path(args.out) if args.out else spaces.SPACES_ROOT
-    for name in spaces.space_names() if args.name == "all" else [args.name]:
-        print(f"wrote {spaces.space_files(name).write(root)}/")
+    names = spaces.space_names() if args.name == "all" else [args.name]
+    spaces.export(names, root)
+    for name in names:
+        print(f"wrote {root / name}/")
     return 0
 
 

@@ -1,4 +1,5 @@
-"""Hugging Face Space folders: one per demo plus the hub (``demohub export-space``), and ``demohub deploy``.
+"""Hugging Face Space folders: one per demo plus the hub (``export``: ``python -m apps.api_docs`` writes them all,
+with the other generated pages; ``demohub export-space`` one or all), and ``demohub deploy``.
 
 A committed ``spaces/<name>/`` holds only what differs per Space (README.md with the Spaces YAML, app.py,
 requirements.txt). ``deploy`` uploads that folder together with the code the Space imports (``shared/`` and the
@@ -42,13 +43,17 @@ class SpaceFiles:
     app: str
     requirements: str
 
-    def write(self, root: Path = SPACES_ROOT) -> Path:
+    def write(self, root: Path = SPACES_ROOT) -> list[Path]:
+        """Write the folder ``root/<name>``; returns the files whose content changed (none where it was current)."""
         folder = root / self.name
         folder.mkdir(parents=True, exist_ok=True)
-        (folder / "README.md").write_text(self.readme, encoding="utf-8")
-        (folder / "app.py").write_text(self.app, encoding="utf-8")
-        (folder / "requirements.txt").write_text(self.requirements, encoding="utf-8")
-        return folder
+        changed = []
+        for file, text in (("README.md", self.readme), ("app.py", self.app), ("requirements.txt", self.requirements)):
+            path = folder / file
+            if not path.is_file() or path.read_text(encoding="utf-8") != text:
+                path.write_text(text, encoding="utf-8")
+                changed.append(path)
+        return changed
 
 
 def _yaml_value(value) -> str:
@@ -250,6 +255,12 @@ def hub_space() -> SpaceFiles:
 
 def space_files(name: str) -> SpaceFiles:
     return hub_space() if name == HUB_SPACE else demo_space(get_demo(name))
+
+
+def export(names: list[str] | None = None, root: Path = SPACES_ROOT) -> list[Path]:
+    """Write the folders of the Spaces ``names`` (default: every one, each demo's and the hub's) under ``root``: what
+    ``python -m apps.api_docs`` and ``demohub export-space`` run. Returns the files whose content changed."""
+    return [path for name in (space_names() if names is None else names) for path in space_files(name).write(root)]
 
 
 def space_names() -> list[str]:

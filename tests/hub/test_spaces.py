@@ -21,11 +21,35 @@ NAMES = spaces.space_names()
 
 @pytest.mark.parametrize("name", NAMES)
 def test_committed_space_folder_is_fresh(name, tmp_path):
-    fresh = spaces.space_files(name).write(tmp_path)
-    committed = spaces.SPACES_ROOT / name
+    spaces.space_files(name).write(tmp_path)
+    fresh, committed = tmp_path / name, spaces.SPACES_ROOT / name
     for file in ("README.md", "app.py", "requirements.txt"):
         assert (committed / file).read_text() == (fresh / file).read_text(), (
-            f"spaces/{name}/{file} is stale: run `demohub export-space {name}`")
+            f"spaces/{name}/{file} is stale: run `python -m apps.api_docs`")
+
+
+def test_the_docs_generator_writes_every_space_folder_as_export_space_does(tmp_path, capsys):
+    """`python -m apps.api_docs` (its ``main``, on a copy of the generated pages) writes each demo's Space folder and
+    the hub's, the files `demohub export-space` writes, says which files it changed, and changes none a second time."""
+    from apps import api_docs
+
+    for page in (api_docs.API_DOC, api_docs.WEIGHTS_DOC, api_docs.README):
+        copy = tmp_path / "copy" / page.relative_to(REPO_ROOT)
+        copy.parent.mkdir(parents=True, exist_ok=True)
+        copy.write_text(page.read_text(encoding="utf-8"), encoding="utf-8")
+    (tmp_path / "copy" / "spaces" / "prax").mkdir(parents=True)
+    (tmp_path / "copy" / "spaces" / "prax" / "app.py").write_text("stale")
+    assert api_docs.main(tmp_path / "copy") == 0
+    said = capsys.readouterr().out.splitlines()
+    subprocess.run([sys.executable, "-m", "apps.cli", "export-space", "all", "--out", str(tmp_path / "export")],
+                   check=True, capture_output=True, timeout=120, env=checkout_env())
+    assert {p.name for p in (tmp_path / "copy" / "spaces").iterdir()} == {*(d.id for d in apps.DEMOS), "hub"}
+    for name in NAMES:
+        for file in ("README.md", "app.py", "requirements.txt"):
+            written = tmp_path / "copy" / "spaces" / name / file
+            assert written.read_bytes() == (tmp_path / "export" / name / file).read_bytes(), (name, file)
+            assert f"spaces/{name}/{file}: rewritten from the declarations" in said, (name, file)
+    assert api_docs.main(tmp_path / "copy") == 0 and capsys.readouterr().out == "", "nothing left to change"
 
 
 def test_export_space_command_writes_the_committed_folders(tmp_path):
