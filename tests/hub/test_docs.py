@@ -70,3 +70,41 @@ def test_what_runs_without_the_hub_is_what_the_registry_says(demo):
     assert demo.works_without_weights in row
     for size in {ws.size_text for ws in demo.weight_sets if ws.repo_id}:
         assert size in row, f"{demo.name}: the README's row does not give the download size {size}"
+
+
+def test_the_registration_template_shows_every_field_a_demo_has():
+    """docs/adding-a-demo.md's template for ``apps/<id>/__init__.py`` names every field of ``Demo`` (a test may ask
+    for any of them) and nothing else (a field that is gone, such as a declared embed height, is gone there too)."""
+    import ast
+    import dataclasses
+
+    from shared.registry import Demo
+
+    page = (REPO_ROOT / "docs" / "adding-a-demo.md").read_text(encoding="utf-8")
+    [template] = [code for code in re.findall(r"```python\n(.*?)```", page, re.S) if "DEMO = Demo(" in code]
+    [call] = [node for node in ast.walk(ast.parse(template)) if isinstance(node, ast.Call)
+              and getattr(node.func, "id", "") == "Demo"]
+    assert [k.arg for k in call.keywords] == list(dict.fromkeys(k.arg for k in call.keywords)), "a field twice"
+    assert {k.arg for k in call.keywords} == {f.name for f in dataclasses.fields(Demo)}
+    assert "embed_height" not in page
+
+
+def test_glue_lines_counts_what_its_docstring_says():
+    """scripts/glue-lines: each demo's glue is the sum of its six files' columns (no tests, no fixtures builder
+    counted), and its docstring says so."""
+    import ast
+    import subprocess
+    import sys
+
+    script = REPO_ROOT / "scripts" / "glue-lines"
+    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=60, check=True)
+    header, *rows = done.stdout.splitlines()
+    files = ("__init__.py", "checks.py", "actions.py", "api.py", "page.py", "streamlit_page.py")
+    assert header.split() == ["demo", "glue", *files]
+    assert {row.split()[0] for row in rows} >= {d.id for d in apps.DEMOS}
+    for row in rows:
+        _, total, *counts = row.split()
+        assert int(total) == sum(map(int, counts)), row
+    doc = ast.get_docstring(ast.parse(script.read_text(encoding="utf-8")))
+    assert "(its __init__, checks, actions, api, page and Streamlit page; not its tests nor their fixtures builder)" \
+        in " ".join(doc.split())

@@ -58,6 +58,23 @@ def test_incomplete_snapshot_is_not_cached(offline_cache):
     assert weights.state("demo", WS) is weights.WeightState.UNAVAILABLE
 
 
+def test_an_allow_pattern_the_repository_lacks_leaves_the_set_never_cached(offline_cache, answering_hub, monkeypatch):
+    """docs/adding-a-demo.md: every allow_patterns entry must be in the repository. Both pytorch_model.bin and
+    model.safetensors, for a repository holding one: never cached, downloadable while the Hub answers, else
+    unavailable; the one file it holds: cached."""
+    import dataclasses
+
+    both = WeightSet("both", "test set", repo_id="owner/tiny-model", revision=SHA,
+                     allow_patterns=("config.json", "pytorch_model.bin", "model.safetensors"))
+    make_hf_cache(offline_cache, both.repo_id, SHA, {"config.json": b"{}", "model.safetensors": b"x"})
+    assert weights.cached_folder("demo", both) is None
+    assert weights.state("demo", both) is weights.WeightState.DOWNLOADABLE
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    assert weights.state("demo", both) is weights.WeightState.UNAVAILABLE
+    one = dataclasses.replace(both, allow_patterns=("config.json", "model.safetensors"))
+    assert weights.state("demo", one) is weights.WeightState.CACHED
+
+
 def test_offline_miss_names_repo_size_and_command(offline_cache):
     with pytest.raises(WeightsUnavailable) as info:
         weights.resolve("demo", WS, allow_download=True)
