@@ -30,6 +30,23 @@ def test_landing_lists_demos_and_catalog(offline):
     assert len(at.expander) == len(apps.DEMOS)
 
 
+def test_a_card_without_a_declared_picture_shows_its_title_drawn_as_an_image(offline, monkeypatch):
+    """Streamlit's st.html drops inline SVG: the title picture of a demo that declares none (``views.title_picture``)
+    comes as an image of itself, the same drawing as on the Gradio hub."""
+    import base64
+    import dataclasses
+    import re
+
+    plain = dataclasses.replace(apps.get_demo("prax"), preview="")
+    monkeypatch.setattr(apps, "DEMOS", tuple(plain if d.id == "prax" else d for d in apps.DEMOS))
+    at = AppTest.from_file(HUB, default_timeout=60).run()
+    assert not at.exception
+    cards = at.get("html")[0].proto.body
+    card = cards[cards.index('data-demo="prax"'):].split('class="demo-card"')[0]
+    data = re.search(r'src="data:image/svg\+xml;base64,([^"]+)"', card).group(1)
+    assert base64.b64decode(data).decode() == views.title_picture(plain)
+
+
 def build_tiny_checkpoints(root):
     """Tiny Tag2Text and 3D-MoLM checkpoints in the official layouts, as a DEMOHUB_CHECKPOINTS root."""
     from tests.fixtures.tiny_molm3d import build_tiny_snapshot
