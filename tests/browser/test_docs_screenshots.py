@@ -119,7 +119,7 @@ def test_a_generated_page_says_what_it_needs_and_fills_in_its_first_example(read
         reader.get_by_text(example.label, exact=True).click()
         for i in endpoint.inputs:
             if i.kind == "text" and example.arguments.get(i.name):
-                expect(reader.get_by_label(i.name)).to_have_value(example.arguments[i.name])
+                expect(reader.get_by_label(i.page_label)).to_have_value(example.arguments[i.name])
     expect(reader.get_by_role("button", name="Run")).to_be_visible()
     save(reader, demo.id, tmp_path)
     assert reader.console_errors == []

@@ -165,12 +165,15 @@ GEODIFFUSION = [
 ]
 
 def honest_args(endpoint: Endpoint) -> tuple:
-    """Every input at its declared example; a file input its example file (a path in the repository), else the
-    ``ok.png`` payload."""
-    def file(i: Input) -> str:
-        return f"{{file:{i.example or 'ok.png'}}}"
+    """Every input at its declared example; a file input its example file (a path in the repository; a files input
+    one or a list of them), else the ``ok.png`` payload."""
+    def file(path: str | None) -> str:
+        return f"{{file:{path or 'ok.png'}}}"
 
-    files = {"file": file, "files": lambda i: [file(i)]}
+    def several(i: Input) -> list[str]:  # a files input's example: one path or a list of them
+        return [file(path) for path in (i.example if isinstance(i.example, list) else [i.example])]
+
+    files = {"file": lambda i: file(i.example), "files": several}
     return tuple(files[i.kind](i) if i.kind in files else i.example for i in endpoint.inputs)
 
 
