@@ -1,5 +1,4 @@
-"""CodeSage: search code by meaning with the official CodeSage encoders (registration only; no heavy imports). Its
-page and API come from its declaration (api.py)."""
+"""CodeSage: search code by meaning with the official encoders (registration only; its pages come from api.py)."""
 
 from shared.registry import Demo, Paper, WeightSet
 
@@ -24,7 +23,6 @@ DEMO = Demo(
                  "positives; their embeddings search code from a question or from other code.",
     ),
     emoji="🔎",
-    space_colours=("indigo", "blue"),
     weight_sets=(
         WeightSet("codesage-small", "Official CodeSage-small (130M parameters).", repo_id="codesage/codesage-small",
                   allow_patterns=FILES, size_bytes=509_000_000, license="Apache-2.0"),
@@ -40,5 +38,5 @@ DEMO = Demo(
           "embeddings, each with its file and lines and its score as a bar. Agents call `search_code` and "
           "`embed_code`.",
     weights_give="the search (the encoder)",
-    requirements=("tokenizers>=0.15", "safetensors>=0.4"),
+    requirements=("tokenizers>=0.15",),
 )

@@ -1,26 +1,18 @@
-"""CodeSage's API functions, declared once (``shared.api``): ``/search_code`` and ``/embed_code``, also MCP tools. With
-no page.py of its own, the demo's Gradio and Streamlit pages are the forms made from this declaration."""
+"""CodeSage's API functions, declared once (``shared.api``); its pages are the forms made from this declaration."""
 
 from __future__ import annotations
+
+from pathlib import Path
 
 from apps.codesage import checks, corpus
 from shared.api import Endpoint, Example, Input
 from shared.context import DemoContext
 from shared.uploads import api_files
 
-EXAMPLES = ("apps/codesage/examples/search.py", "apps/codesage/examples/files.py", "apps/codesage/examples/web.js")
+EXAMPLES = ["apps/codesage/examples/search.py", "apps/codesage/examples/files.py", "apps/codesage/examples/web.js"]
 WEIGHTS = Input("weights", "weights", "the CodeSage weight set (codesage-small, -base or -large, where the operator "
                 "has downloaded it)", default=None, example="codesage-small")
-PASTED = '''def reverse_words(sentence):
-    return " ".join(reversed(sentence.split()))
-
-def is_palindrome(text):
-    letters = [c.lower() for c in text if c.isalnum()]
-    return letters == letters[::-1]
-
-def celsius_to_fahrenheit(celsius):
-    return celsius * 9 / 5 + 32
-'''
+PASTED = (Path(__file__).parent / "examples" / "strings.py").read_text(encoding="utf-8")  # a paste example
 
 ENDPOINTS = (
     Endpoint(
@@ -37,7 +29,7 @@ ENDPOINTS = (
                   label="Code to search", help="Paste code here, or upload files below, or both."),
             Input("files", "files", f"source files and/or zip archives of a repository (at most {corpus.MAX_FILES} "
                   f"source files, {corpus.MAX_FILE_BYTES // 1024} KB each, {corpus.MAX_SNIPPETS:,} snippets); over "
-                  "MCP send each as a data URI; null for none", default=None, example=list(EXAMPLES),
+                  "MCP send each as a data URI; null for none", default=None, example=EXAMPLES,
                   label="Source files or a zip of a repository",
                   help=f"Source files or zips of them: at most {corpus.MAX_FILES} files and "
                        f"{corpus.MAX_SNIPPETS:,} snippets."),
@@ -52,11 +44,9 @@ ENDPOINTS = (
         check="apps.codesage.api:check_search_code",
         view="apps.codesage.api:as_report",
         examples=(
-            Example("Find a search in a sorted list", {"query": "find an item in a sorted list", "code": "",
-                                                       "files": list(EXAMPLES)}),
-            Example("Code like this piece of code", {
-                "query": "for (const item of list) { if (item.id === id) return item; }", "code": "",
-                "files": list(EXAMPLES)}),
+            Example("Find a search in a sorted list", {"query": "find an item in a sorted list", "files": EXAMPLES}),
+            Example("Code like this piece of code", {"files": EXAMPLES, "query": "for (const item of list) { if "
+                                                                                  "(item.id === id) return item; }"}),
             Example("Pasted code, asked in words", {"query": "check whether a word reads the same backwards",
                                                     "code": PASTED}),
         ),
@@ -78,8 +68,7 @@ ENDPOINTS = (
 
 
 def check_search_code(ctx: DemoContext, query, code, files, top_k, weights) -> checks.CodeSageInputs:
-    """The fields; the files are read when the search runs."""
-    return checks.check_inputs(query, code, api_files(files, "files"), top_k, read=False)
+    return checks.check_inputs(query, code, api_files(files, "files"), top_k, read=False)  # files read in the call
 
 
 def check_embed_code(ctx: DemoContext, code, weights) -> str:
@@ -100,11 +89,9 @@ def as_report(answer: dict) -> str:
     """Each match's score as a bar, then its file, lines and code."""
     from apps import views
 
-    matches = answer["matches"]
-    labels = [(f"{m['file']}, lines {m['start']}–{m['end']}", max(m["score"], 0.0)) for m in matches]
-    blocks = [f'<details open><summary>{views.text(label)} · {m["score"]:.3f}</summary>'
-              f'<pre style="white-space:pre-wrap;overflow-x:auto">{views.text(m["code"])}</pre></details>'
-              for (label, _), m in zip(labels, matches, strict=True)]
+    matches = [(f"{m['file']}, lines {m['start']}–{m['end']}", m) for m in answer["matches"]]
+    scores = views.bars("Most similar snippets (cosine similarity)", [(p, m["score"]) for p, m in matches], False)
+    code = "".join(f"<details open><summary>{views.text(p)}</summary><pre style='white-space:pre-wrap'>"
+                   f"{views.text(m['code'])}</pre></details>" for p, m in matches)
     searched = f"{answer['searched']:,} snippets searched in {answer['seconds']:g} s."
-    return (views.bars("Most similar snippets (cosine similarity)", labels) + "".join(blocks)
-            + views.notes([searched, *answer["notes"]]))
+    return scores + code + views.notes([searched, *answer["notes"]])

@@ -30,8 +30,7 @@ def check_query(query, what: str = "query") -> str:
 
 def check_inputs(query, code: str | None = None, files: list[Path] | None = None, top_k=5, *,
                  read: bool = True) -> CodeSageInputs:
-    """Every check of a search, without weights; ``read=False`` checks the fields only (before the queue), the
-    files are read when the search runs."""
+    """Every check of a search, without weights; ``read=False``: the fields only, the files are read later."""
     checked = check_query(query)
     if code is not None:
         with named_argument("code"):
