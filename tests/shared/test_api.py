@@ -90,15 +90,23 @@ def upload(tmp_path):
     return {"path": str(path), "meta": {"_type": "gradio.FileData"}}
 
 
+def uploaded(kind: str, example):
+    """A declared file example (a path in the repository; a files input's one path or list of them) as Gradio hands
+    the endpoint its uploads: FileData references to files that exist; None stays None."""
+    if example is None:
+        return None
+    paths = example if isinstance(example, list) else [example]
+    assert all((REPO_ROOT / path).is_file() for path in paths), paths
+    references = [{"path": str(REPO_ROOT / path), "meta": {"_type": "gradio.FileData"}} for path in paths]
+    return references if kind == "files" else references[0]
+
+
 @pytest.mark.parametrize("name", sorted(DECLARED))
 def test_every_declared_example_passes_its_checks_and_every_limit_is_enforced(name, upload, offline_checkpoints):
     demo, endpoint = DECLARED[name]
     ctx = DemoContext(demo)
-    def file(i):
-        return {"path": str(REPO_ROOT / i.example), "meta": upload["meta"]} if i.example else upload
-
-    honest = {i.name: {"file": file, "files": lambda i: [file(i)]}[i.kind](i) if i.kind in ("file", "files")
-              else i.example for i in endpoint.inputs}
+    honest = {i.name: uploaded(i.kind, i.example) or (upload if i.kind == "file" else [upload])
+              if i.kind in ("file", "files") else i.example for i in endpoint.inputs}
     assert all(i.example is not None or i.kind in ("file", "files") for i in endpoint.inputs), "declare an example"
     endpoint.check_call(ctx, honest)
     for i in endpoint.inputs:
@@ -119,10 +127,7 @@ def test_every_example_a_page_offers_is_a_call_that_passes_its_checks(name, offl
         arguments = {}
         for i in endpoint.inputs:  # a weights input is the page's selector: its default, or its example if required
             value = example.arguments.get(i.name, defaults.get(i.name, i.example))
-            if i.kind == "file" and value is not None:
-                assert (REPO_ROOT / value).is_file(), (example.label, value)
-                value = {"path": str(REPO_ROOT / value), "meta": {"_type": "gradio.FileData"}}
-            arguments[i.name] = value
+            arguments[i.name] = uploaded(i.kind, value) if i.kind in ("file", "files") else value
         endpoint.check_call(ctx, arguments)
 
 
