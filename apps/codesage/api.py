@@ -10,8 +10,8 @@ from shared.context import DemoContext
 from shared.uploads import api_files
 
 EXAMPLES = ["apps/codesage/examples/search.py", "apps/codesage/examples/files.py", "apps/codesage/examples/web.js"]
-WEIGHTS = Input("weights", "weights", "the CodeSage weight set (codesage-small, -base or -large, where the operator "
-                "has downloaded it)", default=None, example="codesage-small")
+WEIGHTS = Input("weights", "weights", "the CodeSage weight set (those downloaded here)", default=None,
+                example="codesage-small")
 PASTED = (Path(__file__).parent / "examples" / "strings.py").read_text(encoding="utf-8")  # a paste example
 
 ENDPOINTS = (
@@ -89,7 +89,8 @@ def as_report(answer: dict) -> str:
     """Each match's score as a bar, then its file, lines and code."""
     from apps import views
 
-    matches = [(f"{m['file']}, lines {m['start']}–{m['end']}", m) for m in answer["matches"]]
+    matches = [(f"{m['file']}, " + (f"line {m['start']}" if m["start"] == m["end"] else
+                                     f"lines {m['start']}–{m['end']}"), m) for m in answer["matches"]]
     scores = views.bars("Most similar snippets (cosine similarity)", [(p, m["score"]) for p, m in matches], False)
     code = "".join(f"<details open><summary>{views.text(p)}</summary><pre style='white-space:pre-wrap'>"
                    f"{views.text(m['code'])}</pre></details>" for p, m in matches)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from apps.codesage.corpus import Corpus, read_corpus
+from apps.codesage.corpus import NO_CODE, Corpus, read_corpus
 from shared.errors import UserInputError, named_argument
 from shared.validation import check_number, check_text
 
@@ -38,6 +38,5 @@ def check_inputs(query, code: str | None = None, files: list[Path] | None = None
     k = int(check_number(top_k, "top_k", 1, MAX_TOP_K, whole=True, argument="top_k"))
     files = [f for f in (files or []) if f is not None]
     if not files and not (code and code.strip()):
-        raise UserInputError("No code to search: paste some code or upload source files or a zip of them.",
-                             argument="code")
+        raise UserInputError(NO_CODE.format(""), argument="code")
     return CodeSageInputs(checked, read_corpus(code, files) if read else None, k)

@@ -25,6 +25,7 @@ MAX_SNIPPETS = 1000  # snippets embedded for one search (a 2-core CPU embeds ~1,
 MAX_SNIPPET_LINES = 60
 MAX_ZIP_DIRECTORY_BYTES = 1024 * 1024  # a zip's list of members (~10,000 entries), read before any member
 PASTED = "pasted code"
+NO_CODE = "No code to search{}: paste some code or upload source files or a zip of them."
 SOURCE_SUFFIXES = frozenset(  # what a zip's members are read for; an uploaded file of another name is read too
     ".py .pyi .js .jsx .mjs .ts .tsx .java .kt .scala .go .rb .php .c .h .cc .cpp .hpp .cs .rs .swift .m .sh .lua "
     ".r .jl .sql .pl .hs .ml .ex .exs .erl .clj .dart .vue .svelte".split())
@@ -138,6 +139,5 @@ def read_corpus(code: str | None, files: list[Path]) -> Corpus:
         reader.add_file(path)
     if not reader.snippets:
         left_out = f" ({' '.join(reader.notes)})" if reader.notes else ""
-        raise UserInputError(f"No code to search{left_out}: paste some code or upload source files or a zip of "
-                             "them.", argument="code")
+        raise UserInputError(NO_CODE.format(left_out), argument="code")
     return Corpus(tuple(reader.snippets), tuple(reader.notes))
