@@ -291,9 +291,14 @@ def _install_json_results(server) -> None:
     server.postprocess_output_data = json_results
 
 
+MCP_LIST_FILES = 1024  # files a list input (``gr.File(file_count="multiple")``) takes over MCP, by position
+
+
 def _install_file_schema(server) -> None:
     """A file input's schema as Gradio turns it into a string (data URI or URL), without the FileData object's leftover
-    ``required`` list, which strict MCP hosts refuse on a string."""
+    ``required`` list, which strict MCP hosts refuse on a string. A list of files is found at the schema's position
+    ``[name, "items"]`` (``[name, "anyOf", 0, "items"]`` when optional), which no value's position (``[name, 0]``,
+    ``[name, 1]``, ...) equals, so Gradio never turned its data URIs into files: each index is named as one too."""
     simplify = server.simplify_filedata_schema
 
     def without_required(schema):
@@ -305,9 +310,25 @@ def _install_file_schema(server) -> None:
             if node.get("type") == "string":
                 node.pop("required", None)
                 node["format"] = "a data URI (data:image/png;base64,...), or a web address where the hub allows them"
-        return simplified, positions
+        listed = [value + [i] for value in map(_list_position, positions) if value for i in range(MCP_LIST_FILES)]
+        return simplified, positions + listed
 
     server.simplify_filedata_schema = without_required
+
+
+def _list_position(path: list) -> list | None:
+    """The value position of the items of a schema position that ends in a list's ``items`` (an optional list reads
+    ``[name, "anyOf", 0, "items"]``: the alternatives are no position in the value); None for any other."""
+    if path[-1:] != ["items"]:
+        return None
+    value, rest = [], path[:-1]
+    while rest:
+        if rest[0] in ("anyOf", "oneOf") and len(rest) > 1 and isinstance(rest[1], int):
+            rest = rest[2:]
+        else:
+            value.append(rest[0])
+            rest = rest[1:]
+    return value
 
 
 class LazyBlockConfigs(dict):

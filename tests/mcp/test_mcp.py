@@ -92,6 +92,17 @@ def test_tag2text_tag_image_takes_a_data_uri_and_answers_the_pipelines_to_dict(m
     assert "/" not in result["name"], "no server path in an answer"
 
 
+def test_tag2text_tag_batch_takes_a_list_of_data_uris(mcp_hub):
+    """A list-of-files input over MCP: Gradio turned no data URI of a list into a file (the schema's position of a
+    list's items is never a value's), so the batch refused every call; each item is one now."""
+    from apps.tag2text import actions
+
+    images = actions.example_images()[:2]
+    out = answer(mcp_call(mcp_hub, "tag_batch", {"files": [data_uri(i) for i in images], "threshold": 0.4,
+                                                 "user_tags": ""}))
+    assert len(out["results"]) == 2 and all("/" not in r["name"] for r in out["results"])
+
+
 def test_tag2text_refuses_a_web_address_and_says_to_send_a_data_uri(mcp_hub):
     url = "https://example.com/cat.png"
     text = error_text(mcp_call(mcp_hub, "tag_image", {"image": url}))

@@ -201,4 +201,25 @@ MUTANTS = (
            "(docs/deploying.md, --forwarded-allow-ips)", "apps/settings.py",
            '        return self.forwarded_allow_ips or ("*" if on_space() else "")', '        return "*"',
            (f"{SHARES}::test_a_client_cannot_pose_as_many_through_forwarding_headers",)),
+    Mutant("codesage-no-eos", "each sequence ends with the end-of-sequence token, as the paper's evaluation builds it "
+           "(docs/demos.md, CodeSage)", "apps/codesage/tokenizer.py",
+           "(*e.ids[: max_tokens - 1], self.eos_id)", "(*e.ids[: max_tokens - 1],)",
+           ("tests/codesage/test_pipeline.py::test_an_embedding_is_unit_length_and_says_when_the_text_was_cut",)),
+    Mutant("codesage-mean-over-padding", "the embedding is the mean over the tokens the mask keeps, so batching "
+           "changes nothing (docs/demos.md, CodeSage)", "apps/codesage/model.py",
+           "return (hidden * mask[:, :, None]).sum(1) / mask.sum(1)[:, None]", "return hidden.mean(1)",
+           ("tests/codesage/test_pipeline.py::test_batched_embeddings_equal_one_at_a_time",)),
+    Mutant("codesage-no-kept-embeddings", "a second question about the same code embeds only the question "
+           "(docs/demos.md, CodeSage)", "apps/codesage/pipeline.py",
+           "kept = {k: self._cache[k] for k in keys if k in self._cache}", "kept = {}",
+           ("tests/codesage/test_pipeline.py::test_a_second_question_about_the_same_code_embeds_only_the_question",)),
+    Mutant("codesage-zip-member-size-unchecked", "a zip member over the size budget is left out from the zip's "
+           "directory, never unpacked (docs/demos.md, CodeSage)", "apps/codesage/corpus.py",
+           "elif info.file_size > MAX_FILE_BYTES:", "elif False:",
+           ("tests/codesage/test_corpus.py::test_a_zip_bomb_is_never_unpacked",)),
+    Mutant("mcp-list-files-unread", "a list of files is sent over MCP as data URIs, one per file (docs/api.md)",
+           "apps/gradio_internals.py", "        return simplified, positions + listed",
+           "        return simplified, positions",
+           ("tests/mcp/test_mcp.py::test_tag2text_tag_batch_takes_a_list_of_data_uris",
+            "tests/codesage/test_mcp.py::test_mcp_tools_search_and_embed_as_the_pipeline")),
 )
