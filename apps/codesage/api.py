@@ -39,7 +39,7 @@ ENDPOINTS = (
             WEIGHTS,
         ),
         returns='{"matches": [{"file", "start", "end", "score", "code"}] best first (score: cosine similarity), '
-                '"searched", "embedded", "seconds", "notes"}',
+                '"searched", "embedded" (the others kept from an earlier search), "notes"}',
         run="apps.codesage.api:search_code",
         check="apps.codesage.api:check_search_code",
         view="apps.codesage.api:as_report",
@@ -94,5 +94,5 @@ def as_report(answer: dict) -> str:
     scores = views.bars("Most similar snippets (cosine similarity)", [(p, m["score"]) for p, m in matches], False)
     code = "".join(f"<details open><summary>{views.text(p)}</summary><pre style='white-space:pre-wrap'>"
                    f"{views.text(m['code'])}</pre></details>" for p, m in matches)
-    searched = f"{answer['searched']:,} snippets searched in {answer['seconds']:g} s."
+    searched = f"{answer['searched']:,} snippets searched ({answer['embedded']:,} embedded now, the rest kept)."
     return scores + code + views.notes([searched, *answer["notes"]])

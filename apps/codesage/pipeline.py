@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import hashlib
 import threading
-import time
 from collections import OrderedDict
 from dataclasses import dataclass
 from pathlib import Path
@@ -19,12 +18,13 @@ from pathlib import Path
 import torch
 
 from apps.codesage import checks
-from apps.codesage.corpus import Snippet
 from apps.codesage.model import embed_sequences, load_encoder
 from apps.codesage.tokenizer import CodeSageTokenizer
 from shared.pipeline import Callback, Pipeline, PipelineOutput
 
 CACHE_SNIPPETS = 8000  # embeddings kept (1,024 floats each at codesage-small's width: 32 MB)
+# New tokens embedded per search (BENCHMARKS.md, CodeSage: codesage-small on 2 CPU cores embeds about N tokens/s).
+TOKEN_BUDGET = {"cpu": 100_000, "cuda": 2_000_000}
 
 
 @dataclass(frozen=True)
@@ -41,7 +41,6 @@ class CodeSageOutput(PipelineOutput):
     matches: tuple[Match, ...]  # best first
     searched: int  # snippets compared
     embedded: int  # of them embedded now (the others were kept from an earlier search)
-    seconds: float
     notes: tuple[str, ...]
 
 
@@ -62,6 +61,7 @@ class CodeSagePipeline(Pipeline):
         self.encoder, self.tokenizer = encoder, tokenizer
         self.device, self.dtype = torch.device(device), dtype
         self.max_tokens = encoder.config.max_position_embeddings
+        self.token_budget = TOKEN_BUDGET["cuda" if self.device.type == "cuda" else "cpu"]
         self._cache: OrderedDict[bytes, torch.Tensor] = OrderedDict()
         self._lock = threading.Lock()
 
@@ -72,7 +72,7 @@ class CodeSagePipeline(Pipeline):
 
     def _embed(self, sequences: list[tuple[int, ...]], callback: Callback | None = None) -> tuple[torch.Tensor, int]:
         """Unit embeddings of ``sequences`` (rows in order), from the cache where kept; and how many were new."""
-        keys = [hashlib.sha256(torch.tensor(s, dtype=torch.int64).numpy().tobytes()).digest() for s in sequences]
+        keys = [_key(s) for s in sequences]
         with self._lock:
             kept = {k: self._cache[k] for k in keys if k in self._cache}
         new = list(dict.fromkeys(k for k in keys if k not in kept))
@@ -95,23 +95,46 @@ class CodeSagePipeline(Pipeline):
         vector, _ = self._embed([encoded.ids])
         return Embedding(tuple(vector[0].tolist()), vector.shape[1], len(encoded.ids), encoded.truncated)
 
+    def _within_budget(self, encoded: list) -> list[int]:
+        """The snippets searched now: every one embedded before, and the others in order while their tokens fit
+        ``token_budget`` (the rest wait for the next question, when these are kept)."""
+        with self._lock:
+            kept = {i for i, e in enumerate(encoded) if _key(e.ids) in self._cache}
+        chosen, spent = [], 0
+        for i, e in enumerate(encoded):
+            if i not in kept:
+                if spent + len(e.ids) > self.token_budget:
+                    continue
+                spent += len(e.ids)
+            chosen.append(i)
+        return chosen
+
     def __call__(self, query, code=None, files=None, top_k=5, *, callback: Callback | None = None) -> CodeSageOutput:
-        started = time.perf_counter()
         inputs = self.check_inputs(query, code, files, top_k)
-        snippets: tuple[Snippet, ...] = inputs.corpus.snippets
-        encoded = self.tokenizer.encode_batch([inputs.query, *(s.code for s in snippets)], self.max_tokens)
-        vectors, embedded = self._embed([e.ids for e in encoded], callback)
+        query_ids = self.tokenizer.encode(inputs.query, self.max_tokens)
+        encoded = self.tokenizer.encode_batch([s.code for s in inputs.corpus.snippets], self.max_tokens)
+        searched = self._within_budget(encoded)
+        snippets = [inputs.corpus.snippets[i] for i in searched]
+        vectors, embedded = self._embed([query_ids.ids, *(encoded[i].ids for i in searched)], callback)
         scores = vectors[1:] @ vectors[0]
         best = torch.argsort(scores, descending=True, stable=True)[: inputs.top_k].tolist()
         notes = list(inputs.corpus.notes)
-        if encoded[0].truncated:
+        if len(searched) < len(encoded):
+            notes.append(f"Searched {len(searched):,} of the {len(encoded):,} snippets: this server embeds at most "
+                         f"{self.token_budget:,} new tokens per search. Ask again to search the rest (those "
+                         "embedded now are kept).")
+        if query_ids.truncated:
             notes.append(f"The query is longer than {self.max_tokens:,} tokens; its first {self.max_tokens:,} "
                          "were read.")
-        cut_short = sum(e.truncated for e in encoded[1:])
+        cut_short = sum(encoded[i].truncated for i in searched)
         if cut_short:
             notes.append(f"{cut_short:,} snippet{'s are' if cut_short > 1 else ' is'} longer than "
                          f"{self.max_tokens:,} tokens; the first {self.max_tokens:,} of each were read.")
         matches = tuple(Match(snippets[i].path, snippets[i].start, snippets[i].end, round(float(scores[i]), 4),
                               snippets[i].code) for i in best)
-        return CodeSageOutput(matches, len(snippets), embedded, round(time.perf_counter() - started, 3),
-                              tuple(notes))
+        return CodeSageOutput(matches, len(snippets), embedded, tuple(notes))
+
+
+def _key(ids: tuple[int, ...]) -> bytes:
+    """A sequence's key in the kept embeddings."""
+    return hashlib.sha256(torch.tensor(ids, dtype=torch.int64).numpy().tobytes()).digest()

@@ -55,11 +55,10 @@ class CodeSageTokenizer:
         return token_id
 
     def encode(self, text: str, max_tokens: int) -> Encoded:
-        """The paper's sequence: at most ``max_tokens - 1`` tokens of ``text``, then the end-of-sequence token."""
-        ids = self.tokenizer.encode(text, add_special_tokens=False).ids
-        return Encoded((*ids[: max_tokens - 1], self.eos_id), len(ids) > max_tokens - 1)
+        return self.encode_batch([text], max_tokens)[0]
 
     def encode_batch(self, texts: list[str], max_tokens: int) -> list[Encoded]:
+        """The paper's sequences: at most ``max_tokens - 1`` tokens of each text, then the end-of-sequence token."""
         return [Encoded((*e.ids[: max_tokens - 1], self.eos_id), len(e.ids) > max_tokens - 1)
                 for e in self.tokenizer.encode_batch(texts, add_special_tokens=False)]
 

@@ -47,7 +47,7 @@ def test_a_visitor_searches_code_makes_a_mistake_and_reads_the_matches(browser, 
         matches = page.locator("details").filter(has=page.locator("pre"))
         expect(matches).to_have_count(3)
         expect(matches.first.locator("summary")).to_contain_text(".py, lines ")
-        expect(page.get_by_text("snippets searched in")).to_be_visible()
+        expect(page.get_by_text("snippets searched (")).to_be_visible()
         assert page.evaluate("document.documentElement.scrollWidth") <= width, "the answer scrolls sideways"
         page.screenshot(path=tmp_path / f"codesage-{width}.png", full_page=True)
 

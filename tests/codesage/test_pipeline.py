@@ -121,3 +121,16 @@ def test_a_folder_without_weights_says_what_is_missing(folder, tmp_path):
     (tmp_path / "config.json").write_bytes((folder / "config.json").read_bytes())
     with pytest.raises(CheckpointError, match="Neither model.safetensors nor pytorch_model.bin"):
         load_encoder(tmp_path)
+
+
+def test_a_search_over_its_token_budget_searches_what_fits_and_the_next_question_the_rest(pipe):
+    lengths = [len(e.ids) for e in pipe.tokenizer.encode_batch([s.code for s in pipe.check_inputs(
+        "q", CODE, [], 3).corpus.snippets], pipe.max_tokens)]
+    pipe.token_budget = lengths[0] + lengths[1]  # the first two snippets fit, the third waits
+    first = pipe("add two numbers", CODE, [], 5)
+    assert first.searched == 2 and {m.start for m in first.matches} == {1, 5}
+    assert first.notes == ("Searched 2 of the 3 snippets: this server embeds at most "
+                           f"{pipe.token_budget:,} new tokens per search. Ask again to search the rest (those "
+                           "embedded now are kept).",)
+    second = pipe("read a file", CODE, [], 5)
+    assert second.searched == 3 and second.notes == () and second.embedded == 2  # the question and the third

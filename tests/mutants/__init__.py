@@ -222,4 +222,9 @@ MUTANTS = (
            "        return simplified, positions",
            ("tests/mcp/test_mcp.py::test_tag2text_tag_batch_takes_a_list_of_data_uris",
             "tests/codesage/test_mcp.py::test_mcp_tools_search_and_embed_as_the_pipeline")),
+    Mutant("codesage-no-token-budget", "a search embeds at most its token budget of new code; the next question "
+           "searches the rest (docs/demos.md, CodeSage)", "apps/codesage/pipeline.py",
+           "if spent + len(e.ids) > self.token_budget:", "if False:",
+           ("tests/codesage/test_pipeline.py::test_a_search_over_its_token_budget_searches_what_fits_and_the_next_"
+            "question_the_rest",)),
 )

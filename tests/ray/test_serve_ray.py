@@ -72,7 +72,8 @@ def calls(images) -> dict:
         if i.kind == "file":
             return handle_file(str(REPO_ROOT / i.example) if i.example else str(images / "red.png"))
         if i.kind == "files":
-            return [handle_file(str(images / "red.png")), handle_file(str(images / "noise.png"))]
+            return [handle_file(str(REPO_ROOT / path)) for path in i.example] if i.example else \
+                [handle_file(str(images / "red.png")), handle_file(str(images / "noise.png"))]
         return i.example
 
     return {name: {**{i.name: value(i) for i in endpoint.inputs}, "api_name": f"/{name}"}
