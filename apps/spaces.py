@@ -43,16 +43,21 @@ class SpaceFiles:
     app: str
     requirements: str
 
+    def files(self) -> dict[str, str]:
+        return {"README.md": self.readme, "app.py": self.app, "requirements.txt": self.requirements}
+
+    def stale(self, root: Path = SPACES_ROOT) -> list[Path]:
+        """The files of ``root/<name>`` that are missing or differ from these (``demohub check`` reads, writes none)."""
+        return [root / self.name / file for file, text in self.files().items()
+                if not (root / self.name / file).is_file()
+                or (root / self.name / file).read_text(encoding="utf-8") != text]
+
     def write(self, root: Path = SPACES_ROOT) -> list[Path]:
         """Write the folder ``root/<name>``; returns the files whose content changed (none where it was current)."""
-        folder = root / self.name
-        folder.mkdir(parents=True, exist_ok=True)
-        changed = []
-        for file, text in (("README.md", self.readme), ("app.py", self.app), ("requirements.txt", self.requirements)):
-            path = folder / file
-            if not path.is_file() or path.read_text(encoding="utf-8") != text:
-                path.write_text(text, encoding="utf-8")
-                changed.append(path)
+        (root / self.name).mkdir(parents=True, exist_ok=True)
+        changed = self.stale(root)
+        for path in changed:
+            path.write_text(self.files()[path.name], encoding="utf-8")
         return changed
 
 
