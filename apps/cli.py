@@ -203,6 +203,42 @@ def cmd_deploy(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_new(args: argparse.Namespace) -> int:
+    from apps import authoring
+
+    root = Path(args.root).resolve() if args.root else authoring.REPO_ROOT
+    problem = authoring.refusal(args.id, root)
+    if problem:
+        print(f"demohub: {problem}", file=sys.stderr)
+        return 2
+    written = authoring.write_skeleton(args.id, root)
+    print(f"Wrote the skeleton of the demo {args.id} under {root}:")
+    print("\n".join(f"  {path.relative_to(root)}" for path in written))
+    print("Next:")
+    print("\n".join(f"  {n}. {step}" for n, step in enumerate(authoring.next_steps(args.id), 1)))
+    return 0
+
+
+def cmd_check(args: argparse.Namespace) -> int:
+    from apps import authoring
+
+    root = Path(args.root).resolve() if args.root else authoring.REPO_ROOT
+    if args.list:
+        print(authoring.shown(authoring.pytest_command(args.demo, root)[0], root))
+        return 0
+    todo = authoring.problems(args.demo, root)
+    for sentence in todo:
+        print(sentence)
+    if (glue := authoring.glue_lines(args.demo, root)) <= authoring.MAX_GLUE:  # over: one of the sentences above
+        print(f"Its glue is {glue} lines (scripts/glue-lines), within {authoring.MAX_GLUE}.")
+    if args.no_tests:
+        print(authoring.summary(args.demo, len(todo), "not run (--no-tests)"))
+        return 1 if todo else 0
+    code, counts = authoring.run_tests(args.demo, root)
+    print(authoring.summary(args.demo, len(todo), counts))
+    return code
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="demohub", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
@@ -239,6 +275,26 @@ def build_parser() -> argparse.ArgumentParser:
     deploy.add_argument("--private", action="store_true")
     deploy.add_argument("--dry-run", action="store_true", help="print the files it would upload; no network")
     deploy.set_defaults(func=cmd_deploy)
+
+    new = sub.add_parser("new", help="write the skeleton of a new demo (apps/<id>/, its fixture, tests/<id>/)",
+                         description="Write the skeleton of a new demo from docs/adding-a-demo.md's template: "
+                                     "apps/<id>/ (__init__, checks, pipeline, api), tests/fixtures/tiny_<id>.py and "
+                                     "tests/<id>/; then say what to do next.")
+    new.add_argument("id", help="the demo's id: lower case letters, digits and underscores (its folder and route)")
+    new.add_argument("--root", metavar="DIR", help="write under the checkout DIR instead of this one")
+    new.set_defaults(func=cmd_new)
+
+    check = sub.add_parser("check", help="what a demo still lacks, then the tests that cover it",
+                           description="Say what the demo still lacks or what is stale, one sentence each (without "
+                                       "running tests), then run the tests that cover it: tests/<id>/ and the "
+                                       "generated tests that name it or its endpoints. Exit code: pytest's.")
+    check.add_argument("demo", metavar="DEMO", help="the demo's id")
+    check.add_argument("--no-tests", action="store_true",
+                       help="stop after saying what is missing (exit code 1 if anything is)")
+    check.add_argument("--list", action="store_true", help="print the pytest command that runs its tests, only")
+    check.add_argument("--root", metavar="DIR", help="read the files of the checkout DIR and run its tests there "
+                                                     "(default: this one)")
+    check.set_defaults(func=cmd_check)
 
     for kind in ("eval", "train"):
         verb = "evaluate" if kind == "eval" else "train"  # also the module name _delegate runs

@@ -107,6 +107,8 @@ HELP = {
     "download": (f"{{{DEMO_IDS}}}", "--weights"),
     "export-space": (f"{{{DEMO_IDS},hub,all}}",),
     "deploy": (f"{{{DEMO_IDS},hub}}", "--space-id", "--private", "--dry-run"),
+    "new": ("id", "--root"),
+    "check": ("DEMO", "--no-tests", "--list", "--root"),
     # `demohub eval|train --help` is tested below; `demohub eval|train DEMO --help` is the delegated module's parser
     "eval prax": ("--weights", "--specs", "--samples", "--limit", "--seed"),
     "train prax": ("{literal,pragmatic,specs}",),
@@ -138,7 +140,7 @@ def test_top_level_help_lists_every_subcommand(capsys):
     text = help_text([], capsys)
     commands = re.search(r"\{([a-z,-]+)\}", text)[1].split(",")
     assert sorted(commands) == sorted(["serve", "stats", "list", "download", "doctor", "export-space", "deploy",
-                                       "eval", "train"])
+                                       "new", "check", "eval", "train"])
 
 
 def test_serve_parser_reads_every_flag():
