@@ -295,10 +295,11 @@ def problems(demo_id: str, root: Path = REPO_ROOT) -> list[str]:
 # ---- demohub check: the tests that cover a demo ----
 
 def selection(demo_id: str, root: Path = REPO_ROOT) -> list[str]:
-    """``pytest`` arguments for the tests that cover the demo: its own folder, and of the generated tests those that
-    name it: the demo's id anywhere in a test's name (``[<id>]``, ``[<id>-<endpoint>-...]``, its own folder, a test
-    named for it) or one of its endpoints' names as a whole part of a parametrised id (``[search_code]``,
-    ``[search_code-files]``: the name alone would also pick ``generate`` out of ``test_a_generated_page``)."""
+    """``pytest`` arguments for the tests that cover the demo, in the suite's order: its own folder, and of the
+    generated tests those that name it: the demo's id anywhere in a test's name (``[<id>]``,
+    ``[<id>-<endpoint>-...]``, its own folder, a test named for it) or one of its endpoints' names as a whole part of
+    a parametrised id (``[search_code]``, ``[search_code-files]``: the name alone would also pick ``generate`` out
+    of ``test_a_generated_page``)."""
     from apps import get_demo
 
     demo = get_demo(demo_id)
@@ -307,7 +308,9 @@ def selection(demo_id: str, root: Path = REPO_ROOT) -> list[str]:
         names += [f"[{endpoint.name}]", f"[{endpoint.name}-", f"-{endpoint.name}-", f"-{endpoint.name}]"]
     folders = [f"tests/{demo.id}"] if (root / "tests" / demo.id).is_dir() else []
     folders += [folder for folder in GENERATED_TESTS if (root / folder).is_dir()]
-    return [*folders, "-k", " or ".join(dict.fromkeys(names))]
+    # In the whole suite's order (by folder name): a session fixture that one folder leaves behind meets the
+    # others as it does there.
+    return [*sorted(folders), "-k", " or ".join(dict.fromkeys(names))]
 
 
 def pytest_command(demo_id: str, root: Path = REPO_ROOT) -> tuple[list[str], dict[str, str]]:

@@ -204,6 +204,8 @@ def test_the_selection_is_the_demos_folder_and_every_generated_test_that_names_i
     assert done.returncode == 0 and len(done.stdout.splitlines()) == 1, done.stdout + done.stderr
     ids = collected(done.stdout.strip())
     assert any(i.startswith(f"tests/{NEWEST}/test_") for i in ids)
+    folders = list(dict.fromkeys(i.split("/")[1] for i in ids))
+    assert folders == sorted(folders), "the whole suite's order (a session fixture of one folder meets the next)"
     for kind in ("tests/shared/test_api.py::test_every_declared_example_passes_its_checks_and_every_limit_is_"
                  "enforced[search_code]",  # by endpoint
                  "tests/robustness/test_bad_inputs.py::test_a_value_outside_the_declared_limits_is_refused_naming_"
@@ -219,8 +221,8 @@ def test_the_selection_is_the_demos_folder_and_every_generated_test_that_names_i
                  "search_code-files]",  # by endpoint and input
                  "tests/ray/test_serve_ray.py::test_every_demo_answers_as_in_process[embed_code]"):
         assert kind in ids, kind
-    others = [d for d in authoring.GENERATED_TESTS]
-    assert all(NEWEST in i or "search_code" in i or "embed_code" in i for i in ids if i.startswith(tuple(others)))
+    generated = [i for i in ids if i.startswith(authoring.GENERATED_TESTS)]
+    assert all(NEWEST in i or "[search_code" in i or "[embed_code" in i for i in generated), generated
 
 
 def test_an_endpoint_named_by_a_common_word_selects_only_its_own_tests():
