@@ -201,9 +201,11 @@ def embed_sequences(encoder: CodeSageEncoder, sequences: list[tuple[int, ...]], 
                     batch_tokens: int = BATCH_TOKENS, callback=None) -> torch.Tensor:
     """Unit-length embeddings of token sequences (each ending with the end-of-sequence token), in their order.
 
-    As the paper's evaluation: each padded with ``pad_id`` and masked, the ``pooler_output`` L2-normalised. Unlike it,
-    sequences go through the encoder sorted by length, in batches of at most ``batch_tokens`` padded tokens, so a
-    short snippet is not padded to the longest (the official script pads every one to ``code_length``)."""
+    As the paper's evaluation: each padded with ``pad_id`` and masked where a token is ``pad_id`` (also the pad token
+    a text spells out, as the evaluation's ``ids != pad_token_id`` does), the ``pooler_output`` L2-normalised.
+    Unlike it, sequences go through the encoder sorted by length, in batches of at most ``batch_tokens`` padded
+    tokens, so a short snippet is not padded to the longest (the official script pads every one to
+    ``code_length``)."""
     device = next(encoder.parameters()).device
     order = sorted(range(len(sequences)), key=lambda i: len(sequences[i]))
     out = torch.empty(len(sequences), encoder.config.hidden_size)
@@ -216,8 +218,9 @@ def embed_sequences(encoder: CodeSageEncoder, sequences: list[tuple[int, ...]], 
         ids = torch.full((end - start, longest), pad_id, dtype=torch.long)
         mask = torch.zeros((end - start, longest), dtype=torch.long)
         for row, index in enumerate(order[start:end]):
-            ids[row, : len(sequences[index])] = torch.tensor(sequences[index])
-            mask[row, : len(sequences[index])] = 1
+            sequence = torch.tensor(sequences[index])
+            ids[row, : len(sequence)] = sequence
+            mask[row, : len(sequence)] = sequence != pad_id  # as the official mask: a "<pad>" typed in is left out
         pooled = encoder.embed(ids.to(device), mask.to(device)).float()
         out[order[start:end]] = F.normalize(pooled, p=2, dim=1).cpu()
         if callback is not None:
