@@ -86,6 +86,7 @@ BENCHMARKS = [
 # here, always kept as they are in BENCHMARKS.md.
 BY_HAND = ("Tag2Text: official code vs ours (run by hand)",
            "MERT: official code vs ours (run by hand)",
+           "CodeSage: official code vs ours (run by hand)",
            "GPU check: bf16 and fp16 at full size on an H200 (run by hand)",
            "Request budgets: the largest request per endpoint and the hostile ones, before and after (run by hand)",
            "A client's share: an honest visitor while one client attacks, before and after (run by hand)")
