@@ -21,7 +21,7 @@ from shared.uploads import open_zip
 MAX_FILES = 300  # source files in one request (uploads and zip members together)
 MAX_FILE_BYTES = 512 * 1024  # one source file (a zip member by its declared size)
 MAX_TOTAL_BYTES = 4 * 1024 * 1024  # all source text of one request
-MAX_SNIPPETS = 1000  # snippets embedded for one search (a 2-core CPU embeds ~1,000 short ones in under a minute)
+MAX_SNIPPETS = 1000  # snippets in one search (on a CPU, pipeline.TOKEN_BUDGET bounds those embedded at once)
 MAX_SNIPPET_LINES = 60
 MAX_ZIP_DIRECTORY_BYTES = 1024 * 1024  # a zip's list of members (~10,000 entries), read before any member
 PASTED = "pasted code"

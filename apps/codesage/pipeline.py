@@ -23,8 +23,9 @@ from apps.codesage.tokenizer import CodeSageTokenizer
 from shared.pipeline import Callback, Pipeline, PipelineOutput
 
 CACHE_SNIPPETS = 8000  # embeddings kept (1,024 floats each at codesage-small's width: 32 MB)
-# New tokens embedded per search (BENCHMARKS.md, CodeSage: codesage-small on 2 CPU cores embeds about N tokens/s).
-TOKEN_BUDGET = {"cpu": 100_000, "cuda": 2_000_000}
+# New tokens embedded per search: about a minute of codesage-small on 2 CPU cores, which embedded 830-970 tokens a
+# second (BENCHMARKS.md, CodeSage: 151,758 tokens in 183 s); a GPU's budget is the corpus limits' own.
+TOKEN_BUDGET = {"cpu": 50_000, "cuda": 2_000_000}
 
 
 @dataclass(frozen=True)

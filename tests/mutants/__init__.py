@@ -227,4 +227,12 @@ MUTANTS = (
            "if spent + len(e.ids) > self.token_budget:", "if False:",
            ("tests/codesage/test_pipeline.py::test_a_search_over_its_token_budget_searches_what_fits_and_the_next_"
             "question_the_rest",)),
+    Mutant("codesage-pad-typed-in-kept", "a '<pad>' a text spells out is masked as the official evaluation masks it "
+           "(docs/demos.md, CodeSage: fidelity)", "apps/codesage/model.py",
+           "mask[row, : len(sequence)] = sequence != pad_id", "mask[row, : len(sequence)] = 1",
+           ("tests/codesage/test_official_parity.py",)),
+    Mutant("codesage-exact-gelu", "our encoder gives the official embeddings within 1e-5 (docs/demos.md, CodeSage: "
+           "fidelity; gelu_new is GELU's tanh form)", "apps/codesage/model.py",
+           '"gelu_new": lambda x: F.gelu(x, approximate="tanh"),', '"gelu_new": F.gelu,',
+           ("tests/codesage/test_official_parity.py",)),
 )
