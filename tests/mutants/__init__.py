@@ -3,7 +3,9 @@ one small change to product code that makes the claim false, and the tests that 
 
 ``scripts/mutants`` applies each to a temporary copy of the checkout, runs only its tests there and prints caught or
 missed; CI runs it after the suite. Adding a claim: add a ``Mutant`` here with the smallest change that breaks it
-(``find`` must occur exactly once in ``path``; tests/mutants/test_catalogue.py checks) and the tests that hold it.
+(``find`` must occur exactly once in ``path``; tests/mutants/test_catalogue.py checks) and the tests that hold it. A
+demo keeps the mutants of its own claims in ``tests/<id>/mutants.py`` (a ``MUTANTS`` tuple), found from its folder
+as the demos are: a new demo adds nothing here.
 """
 
 from __future__ import annotations
@@ -201,38 +203,24 @@ MUTANTS = (
            "(docs/deploying.md, --forwarded-allow-ips)", "apps/settings.py",
            '        return self.forwarded_allow_ips or ("*" if on_space() else "")', '        return "*"',
            (f"{SHARES}::test_a_client_cannot_pose_as_many_through_forwarding_headers",)),
-    Mutant("codesage-no-eos", "each sequence ends with the end-of-sequence token, as the paper's evaluation builds it "
-           "(docs/demos.md, CodeSage)", "apps/codesage/tokenizer.py",
-           "(*e.ids[: max_tokens - 1], self.eos_id)", "(*e.ids[: max_tokens - 1],)",
-           ("tests/codesage/test_pipeline.py::test_an_embedding_is_unit_length_and_says_when_the_text_was_cut",)),
-    Mutant("codesage-mean-over-padding", "the embedding is the mean over the tokens the mask keeps, so batching "
-           "changes nothing (docs/demos.md, CodeSage)", "apps/codesage/model.py",
-           "return (hidden * mask[:, :, None]).sum(1) / mask.sum(1)[:, None]", "return hidden.mean(1)",
-           ("tests/codesage/test_pipeline.py::test_batched_embeddings_equal_one_at_a_time",)),
-    Mutant("codesage-no-kept-embeddings", "a second question about the same code embeds only the question "
-           "(docs/demos.md, CodeSage)", "apps/codesage/pipeline.py",
-           "kept = {k: self._cache[k] for k in keys if k in self._cache}", "kept = {}",
-           ("tests/codesage/test_pipeline.py::test_a_second_question_about_the_same_code_embeds_only_the_question",)),
-    Mutant("codesage-zip-member-size-unchecked", "a zip member over the size budget is left out from the zip's "
-           "directory, never unpacked (docs/demos.md, CodeSage)", "apps/codesage/corpus.py",
-           "elif info.file_size > MAX_FILE_BYTES:", "elif False:",
-           ("tests/codesage/test_corpus.py::test_a_zip_bomb_is_never_unpacked",)),
     Mutant("mcp-list-files-unread", "a list of files is sent over MCP as data URIs, one per file (docs/api.md)",
            "apps/gradio_internals.py", "        return simplified, positions + listed",
            "        return simplified, positions",
            ("tests/mcp/test_mcp.py::test_tag2text_tag_batch_takes_a_list_of_data_uris",
             "tests/codesage/test_mcp.py::test_mcp_tools_search_and_embed_as_the_pipeline")),
-    Mutant("codesage-no-token-budget", "a search embeds at most its token budget of new code; the next question "
-           "searches the rest (docs/demos.md, CodeSage)", "apps/codesage/pipeline.py",
-           "if spent + len(e.ids) > self.token_budget:", "if False:",
-           ("tests/codesage/test_pipeline.py::test_a_search_over_its_token_budget_searches_what_fits_and_the_next_"
-            "question_the_rest",)),
-    Mutant("codesage-pad-typed-in-kept", "a '<pad>' a text spells out is masked as the official evaluation masks it "
-           "(docs/demos.md, CodeSage: fidelity)", "apps/codesage/model.py",
-           "mask[row, : len(sequence)] = sequence != pad_id", "mask[row, : len(sequence)] = 1",
-           ("tests/codesage/test_official_parity.py",)),
-    Mutant("codesage-exact-gelu", "our encoder gives the official embeddings within 1e-5 (docs/demos.md, CodeSage: "
-           "fidelity; gelu_new is GELU's tanh form)", "apps/codesage/model.py",
-           '"gelu_new": lambda x: F.gelu(x, approximate="tanh"),', '"gelu_new": F.gelu,',
-           ("tests/codesage/test_official_parity.py",)),
 )
+
+
+def _demo_mutants() -> tuple[Mutant, ...]:
+    """``MUTANTS`` of every ``tests/<id>/mutants.py``, in folder order."""
+    import importlib
+    from pathlib import Path
+
+    tests = Path(__file__).resolve().parent.parent
+    found: tuple[Mutant, ...] = ()
+    for path in sorted(tests.glob("*/mutants.py")):
+        found += tuple(importlib.import_module(f"tests.{path.parent.name}.mutants").MUTANTS)
+    return found
+
+
+MUTANTS = MUTANTS + _demo_mutants()

@@ -23,3 +23,14 @@ def test_each_mutant_applies_once_to_product_code_and_names_existing_tests(mutan
         assert (REPO / path).exists(), node
         if name:
             assert f"def {name}(" in (REPO / path).read_text(encoding="utf-8"), node
+
+
+def test_each_demos_own_mutants_are_in_the_catalogue():
+    """A demo keeps its mutants in tests/<id>/mutants.py; the catalogue finds them from the folder."""
+    import importlib
+
+    own = [path for path in sorted((REPO / "tests").glob("*/mutants.py"))]
+    assert own, "no demo keeps its own mutants yet"
+    for path in own:
+        names = {m.name for m in importlib.import_module(f"tests.{path.parent.name}.mutants").MUTANTS}
+        assert names and names <= {m.name for m in MUTANTS}, path
