@@ -198,10 +198,7 @@ def _catalog_problems(demo, root: Path) -> list[str]:
 
 
 def _requirement_problems(demo, root: Path) -> list[str]:
-    from apps.spaces import tested_versions
-
-    def project(requirement: str) -> str:
-        return re.sub(r"[-_.]+", "-", re.match(r"[A-Za-z0-9_.\-]+", requirement.strip())[0]).lower()
+    from apps.spaces import project, tested_versions
 
     ranges = {project(line) for line in (root / "requirements.txt").read_text(encoding="utf-8").splitlines()
               if re.match(r"[A-Za-z0-9]", line)}

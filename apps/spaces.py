@@ -113,8 +113,13 @@ def pinned(requirement: str, versions: dict[str, str]) -> str:
     """``requirement`` at the release ``versions`` (``tested_versions()``) pins ("transformers>=4.50" ->
     "transformers==5.25.0"), so a Space runs the stack CI tested; one without a pin stays as written."""
     name = re.match(r"[A-Za-z0-9_.\-]+(\[[^\]]*\])?", requirement)
-    version = versions.get(_normalised(name.group(0).split("[")[0]))
+    version = versions.get(project(requirement))
     return f"{name.group(0)}=={version}" if version else requirement
+
+
+def project(requirement: str) -> str:
+    """A requirement's project name as pip compares them ("Pillow>=10" -> "pillow", "gradio[mcp]" -> "gradio")."""
+    return _normalised(re.match(r"[A-Za-z0-9_.\-]+", requirement.strip())[0])
 
 
 def _normalised(name: str) -> str:
