@@ -141,11 +141,15 @@ def weights_page(page: str) -> str:
     return updated
 
 
+# Each generated page and the function that rewrites it (its text -> the text it should have).
+PAGES = ((API_DOC, page_with_reference), (WEIGHTS_DOC, weights_page), (README, readme_page))
+
+
 def main(root: Path = REPO_ROOT) -> int:
     """Rewrite the generated files of the checkout at ``root`` (this one; a test gives a copy of the pages) and say
     which changed."""
     changed = []
-    for page_path, rewrite in ((API_DOC, page_with_reference), (WEIGHTS_DOC, weights_page), (README, readme_page)):
+    for page_path, rewrite in PAGES:
         path = root / page_path.relative_to(REPO_ROOT)
         page = path.read_text(encoding="utf-8")
         updated = rewrite(page)

@@ -219,9 +219,7 @@ def stale_generated(demo, root: Path = REPO_ROOT) -> list[str]:
     from apps import api_docs, spaces
 
     stale = []
-    for page, rewrite in ((api_docs.API_DOC, api_docs.page_with_reference), (api_docs.WEIGHTS_DOC,
-                                                                              api_docs.weights_page),
-                          (api_docs.README, api_docs.readme_page)):
+    for page, rewrite in api_docs.PAGES:
         relative = page.relative_to(REPO_ROOT).as_posix()
         text = (root / relative).read_text(encoding="utf-8") if (root / relative).is_file() else ""
         try:
