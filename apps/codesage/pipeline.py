@@ -71,9 +71,10 @@ class CodeSagePipeline(Pipeline):
         folder = Path(path)
         return cls(load_encoder(folder, dtype).to(device), CodeSageTokenizer(folder), device, dtype)
 
-    def _embed(self, sequences: list[tuple[int, ...]], callback: Callback | None = None) -> tuple[torch.Tensor, int]:
-        """Unit embeddings of ``sequences`` (rows in order), from the cache where kept; and how many were new."""
-        keys = [_key(s) for s in sequences]
+    def _embed(self, sequences: list[tuple[int, ...]], keys: list[bytes],
+               callback: Callback | None = None) -> tuple[torch.Tensor, int]:
+        """Unit embeddings of ``sequences`` (rows in order; ``keys`` theirs, ``_key``), from the cache where kept; and
+        how many were new."""
         with self._lock:
             kept = {k: self._cache[k] for k in keys if k in self._cache}
         new = list(dict.fromkeys(k for k in keys if k not in kept))
@@ -93,14 +94,14 @@ class CodeSagePipeline(Pipeline):
     def embed(self, code: str) -> Embedding:
         """One text's embedding (code or words), as the search compares them."""
         encoded = self.tokenizer.encode(checks.check_query(code, "code"), self.max_tokens)
-        vector, _ = self._embed([encoded.ids])
+        vector, _ = self._embed([encoded.ids], [_key(encoded.ids)])
         return Embedding(tuple(vector[0].tolist()), vector.shape[1], len(encoded.ids), encoded.truncated)
 
-    def _within_budget(self, encoded: list) -> list[int]:
+    def _within_budget(self, encoded: list, keys: list[bytes]) -> list[int]:
         """The snippets searched now: every one embedded before, and the others in order while their tokens fit
         ``token_budget`` (the rest wait for the next question, when these are kept)."""
         with self._lock:
-            kept = {i for i, e in enumerate(encoded) if _key(e.ids) in self._cache}
+            kept = {i for i, key in enumerate(keys) if key in self._cache}
         chosen, spent = [], 0
         for i, e in enumerate(encoded):
             if i not in kept:
@@ -114,9 +115,11 @@ class CodeSagePipeline(Pipeline):
         inputs = self.check_inputs(query, code, files, top_k)
         query_ids = self.tokenizer.encode(inputs.query, self.max_tokens)
         encoded = self.tokenizer.encode_batch([s.code for s in inputs.corpus.snippets], self.max_tokens)
-        searched = self._within_budget(encoded)
+        keys = [_key(e.ids) for e in encoded]
+        searched = self._within_budget(encoded, keys)
         snippets = [inputs.corpus.snippets[i] for i in searched]
-        vectors, embedded = self._embed([query_ids.ids, *(encoded[i].ids for i in searched)], callback)
+        vectors, embedded = self._embed([query_ids.ids, *(encoded[i].ids for i in searched)],
+                                        [_key(query_ids.ids), *(keys[i] for i in searched)], callback)
         scores = vectors[1:] @ vectors[0]
         best = torch.argsort(scores, descending=True, stable=True)[: inputs.top_k].tolist()
         notes = list(inputs.corpus.notes)

@@ -11,7 +11,7 @@ from safetensors.torch import load_file, save_file
 
 from apps.codesage import pipeline as pipeline_module
 from apps.codesage.model import load_encoder
-from apps.codesage.pipeline import CodeSageOutput, CodeSagePipeline
+from apps.codesage.pipeline import CodeSageOutput, CodeSagePipeline, _key
 from shared.errors import CheckpointError, UserInputError
 from tests.fixtures.tiny_codesage import write_checkpoint
 
@@ -69,9 +69,10 @@ def test_an_embedding_is_unit_length_and_says_when_the_text_was_cut(pipe):
 
 def test_batched_embeddings_equal_one_at_a_time(pipe):
     texts = ["a", "def f(x):\n    return x * 2", "sort the list of numbers " * 10]
-    together = pipe._embed([pipe.tokenizer.encode(t, 128).ids for t in texts])[0]
+    sequences = [pipe.tokenizer.encode(t, 128).ids for t in texts]
+    together = pipe._embed(sequences, [_key(s) for s in sequences])[0]
     pipe._cache.clear()
-    alone = torch.cat([pipe._embed([pipe.tokenizer.encode(t, 128).ids])[0] for t in texts])
+    alone = torch.cat([pipe._embed([s], [_key(s)])[0] for s in sequences])
     assert torch.allclose(together, alone, atol=1e-6)
 
 
