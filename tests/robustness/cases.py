@@ -166,14 +166,11 @@ GEODIFFUSION = [
 
 def honest_args(endpoint: Endpoint) -> tuple:
     """Every input at its declared example; a file input its example file (a path in the repository; a files input
-    one or a list of them), else the ``ok.png`` payload."""
+    a list of them, as the forms read it), else the ``ok.png`` payload."""
     def file(path: str | None) -> str:
         return f"{{file:{path or 'ok.png'}}}"
 
-    def several(i: Input) -> list[str]:  # a files input's example: one path or a list of them
-        return [file(path) for path in (i.example if isinstance(i.example, list) else [i.example])]
-
-    files = {"file": lambda i: file(i.example), "files": several}
+    files = {"file": lambda i: file(i.example), "files": lambda i: [file(path) for path in i.example or [None]]}
     return tuple(files[i.kind](i) if i.kind in files else i.example for i in endpoint.inputs)
 
 

@@ -91,11 +91,11 @@ def upload(tmp_path):
 
 
 def uploaded(kind: str, example):
-    """A declared file example (a path in the repository; a files input's one path or list of them) as Gradio hands
-    the endpoint its uploads: FileData references to files that exist; None stays None."""
+    """A declared file example (a path in the repository; a files input's, a list of them, as the forms read it) as
+    Gradio hands the endpoint its uploads: FileData references to files that exist; None stays None."""
     if example is None:
         return None
-    paths = example if isinstance(example, list) else [example]
+    paths = example if kind == "files" else [example]
     assert all((REPO_ROOT / path).is_file() for path in paths), paths
     references = [{"path": str(REPO_ROOT / path), "meta": {"_type": "gradio.FileData"}} for path in paths]
     return references if kind == "files" else references[0]
