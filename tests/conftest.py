@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import functools
 import http.server
 import importlib
 import importlib.util
@@ -181,6 +182,30 @@ def tiny_root(tmp_path_factory):
         if builder is not None:
             builder(root / demo.id / demo.weight_sets[0].name)
     return root
+
+
+class QuietHandler(http.server.SimpleHTTPRequestHandler):
+    def log_message(self, *args):
+        pass
+
+
+@pytest.fixture
+def paper_site(tmp_path):
+    """A paper's project page on its own origin: ``put(html)`` serves the page, returning its URL."""
+    site = tmp_path / "paper-site"
+    site.mkdir()
+    server = http.server.ThreadingHTTPServer(
+        ("127.0.0.1", free_port()), functools.partial(QuietHandler, directory=str(site)))
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+
+    def put(body: str) -> str:
+        (site / "index.html").write_text(f"<!doctype html><html><head><meta charset='utf-8'><link rel='icon' "
+                                         f"href='data:,'></head><body style='margin:0 16px'><h1>Our paper</h1>"
+                                         f"{body}<p id='after'>After the demo.</p></body></html>")
+        return f"http://127.0.0.1:{server.server_address[1]}/index.html"
+
+    yield put
+    server.shutdown()
 
 
 CHROMIUM = "/usr/bin/chromium"

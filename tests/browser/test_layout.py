@@ -7,11 +7,8 @@ Screenshots land in ``$DEMOHUB_SCREENSHOTS`` (default: the test's temp dir) as `
 
 from __future__ import annotations
 
-import functools
-import http.server
 import os
 import re
-import threading
 import time
 from pathlib import Path
 
@@ -92,32 +89,8 @@ def settled_height(frame, quiet_s: float = 2.0, limit_s: float = 20.0) -> int:
     return height
 
 
-@pytest.fixture
-def paper_page(tmp_path):
-    """A paper's project page on an origin of its own: ``put(body)`` writes it into a folder served here and returns
-    its address."""
-    site = tmp_path / "paper-site"
-    site.mkdir()
-
-    class Quiet(http.server.SimpleHTTPRequestHandler):
-        def log_message(self, *args):
-            pass
-
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(Quiet, directory=str(site)))
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-
-    def put(body: str) -> str:
-        (site / "index.html").write_text("<!doctype html><html><head><meta charset='utf-8'><link rel='icon' "
-                                         "href='data:,'></head><body style='margin:0 16px'><h1>Our paper</h1>"
-                                         f"{body}<p>After the demo.</p></body></html>")
-        return f"http://127.0.0.1:{server.server_address[1]}/index.html"
-
-    yield put
-    server.shutdown()
-
-
 @pytest.mark.parametrize("demo", apps.DEMOS, ids=lambda d: d.id)
-def test_the_iframe_snippet_takes_the_embedded_views_own_height_at_720px(browser, hub_url, paper_page, demo):
+def test_the_iframe_snippet_takes_the_embedded_views_own_height_at_720px(browser, hub_url, paper_site, demo):
     """No demo declares a height: the snippet's iframe starts at one height for all (``ui.EMBED_HEIGHT``) and, in a
     paper page 720 px wide, ends at the embedded view's own height (the page measures itself and says so), within the
     snippet's bound, so nothing is cut off and no empty band is left below the demo."""
@@ -126,7 +99,7 @@ def test_the_iframe_snippet_takes_the_embedded_views_own_height_at_720px(browser
     context = browser.new_context(viewport={"width": 720, "height": 900})
     page = context.new_page()
     try:
-        page.goto(paper_page(snippet))
+        page.goto(paper_site(snippet))
         iframe = page.locator(f"iframe#demohub-{demo.id}")
         frame = page.frame_locator(f"iframe#demohub-{demo.id}")
         expect(frame.get_by_text(demo.title).first).to_be_visible(timeout=30_000)

@@ -7,10 +7,7 @@ still importing, no model loaded)."""
 
 from __future__ import annotations
 
-import functools
-import http.server
 import re
-import threading
 import time
 
 import pytest
@@ -255,30 +252,6 @@ def test_prax_fast_typing_on_a_slow_hub_loses_no_example(narrow, tmp_path):
     expect(box).to_have_value("")
     narrow.unroute("**/queue/join*")
     narrow.screenshot(path=tmp_path / "prax-fast-720.png", full_page=True)
-
-
-@pytest.fixture
-def paper_site(tmp_path):
-    """A paper's project page on its own origin: ``put(html)`` serves the page, returning its URL."""
-    site = tmp_path / "paper-site"
-    site.mkdir()
-    server = http.server.ThreadingHTTPServer(
-        ("127.0.0.1", free_port()), functools.partial(QuietHandler, directory=str(site)))
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-
-    def put(body: str) -> str:
-        (site / "index.html").write_text(f"<!doctype html><html><head><meta charset='utf-8'><link rel='icon' "
-                                         f"href='data:,'></head><body style='margin:0 16px'><h1>Our paper</h1>"
-                                         f"{body}<p id='after'>After the demo.</p></body></html>")
-        return f"http://127.0.0.1:{server.server_address[1]}/index.html"
-
-    yield put
-    server.shutdown()
-
-
-class QuietHandler(http.server.SimpleHTTPRequestHandler):
-    def log_message(self, *args):
-        pass
 
 
 def test_prax_embed_copied_from_the_page_shows_the_results_in_full_at_720px(browser, robust_hub, paper_site,
