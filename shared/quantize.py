@@ -7,12 +7,20 @@ features, which Llama-sized models have and which int8 activations would clip, p
 
 Decoding reads every weight once per new token for a few rows (one per beam), so it is bound by the bytes read: the
 packed kernels read 2x (int8) or 4x (int4) fewer than bf16. A long prompt (many rows) is bound by arithmetic, where the
-packed kernels are slower than bf16's: there an int8 layer widens its weight to the activations' dtype for the call,
-and an int4 layer still runs its kernel (unpacking costs as much). BENCHMARKS.md measures both on Llama-2-7B's shape.
+packed kernels are slower than bf16's: there an int8 layer widens its weight to the activations' dtype a tile at a
+time, into a buffer it reuses (the same products, within a few percent of bf16's time), and an int4 layer still runs
+its kernel (unpacking costs as much). BENCHMARKS.md measures both on Llama-2-7B's shape.
+
+int4 may be calibrated (``statistics``: each layer's inputs over a short calibration text, ``input_statistics``), as
+AWQ does: a weight column whose input channel is large is scaled up before rounding (by ``rms(x) ** 0.5``) and the
+input divided by the same factor at run time, so the channels that matter most lose least, and each group's range is
+the one among ``CLIP_RATIOS`` of its extremes whose rounding costs the layer's output least (errors weighted by each
+channel's mean square). BENCHMARKS.md ("on a trained Llama") measures each choice.
 """
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Iterable
 
 import torch
@@ -20,9 +28,15 @@ from torch import nn
 
 from shared.device import QUANTIZE_MODES as MODES
 
-PACKED_ROWS = 64  # up to this many rows (tokens x beams) an int8 layer runs the packed kernel: widening a
-# Llama-2-7B MLP weight to bf16 costs ~30 ms a call, the kernel ~0.65 ms a row (2-core AMD EPYC: 16 rows 11 ms against
-# 35 ms widened, 40 rows 27 against 40, 160 rows 107 against 65), so a prompt after its stored start takes the kernel
+PACKED_ROWS = 16  # up to this many rows (tokens x beams) an int8 layer runs the packed kernel, beyond them it widens
+# its weight a tile at a time (WIDEN_ROWS) and multiplies in the activations' dtype: on a Llama-2-7B MLP weight
+# (2-core AMD EPYC) 17 rows take 13.8 ms packed against 14.7 widened, 65 rows 44.7 against 20.0, 150 rows 100 against
+# 37 (bf16 itself: 7.3, 16.7, 33.3 ms)
+AWQ_POWER = 0.5  # int4's scale per input channel: rms(x) ** 0.5, normalised (AWQ's usual optimum)
+CLIP_RATIOS = (1.0, 0.95, 0.9, 0.85, 0.8)  # int4: each group's range shrunk by these, the least costly kept
+WIDEN_ROWS = 1024  # a long prompt widens an int8 weight this many output rows at a time, into a buffer each thread
+# keeps: a Llama-2-7B MLP weight for 150 rows then costs 35.5 ms against bf16's 32.9 (widening it whole into new
+# memory, 61 ms: allocating and first touching 90 MB costs more than the conversion)
 INT4_GROUPS = (128, 64, 32)  # group sizes the int4 kernel takes, the largest that divides a layer's width wins
 
 
@@ -60,7 +74,7 @@ class Int8Linear(nn.Module):
         if rows.shape[0] <= PACKED_ROWS:
             y = torch._weight_int8pack_mm(rows, self.weight_int8, self.scale.to(x.dtype))
         else:
-            y = nn.functional.linear(rows, self.weight_int8.to(x.dtype)) * self.scale.to(x.dtype)
+            y = _widened_mm(rows, self.weight_int8) * self.scale.to(x.dtype)
         if self.bias is not None:
             y = y + self.bias
         return y.reshape(*x.shape[:-1], self.out_features)
@@ -71,56 +85,119 @@ class Int8Linear(nn.Module):
 
 class Int4Linear(nn.Module):
     """A Linear with 4-bit weights in groups of ``group`` inputs, each with a scale and a zero (asymmetric), packed for
-    PyTorch's int4 CPU kernel: weight = (code - 8) * scale + zero, where zero is the group's midpoint."""
+    PyTorch's int4 CPU kernel: weight = (code - 8) * scale + zero, where zero is the group's midpoint. Calibrated
+    (``statistics``), AWQ's: the columns scaled by ``s`` before rounding, the input divided by ``s``, and each group's
+    range clipped where that costs the output least (see the module's docstring)."""
 
-    def __init__(self, linear: nn.Linear, group: int):
+    def __init__(self, linear: nn.Linear, group: int, statistics: torch.Tensor | None = None):
         super().__init__()
-        weight = linear.weight.detach()
+        weight = linear.weight.detach().float()
         n, k = weight.shape
         self.in_features, self.out_features, self.group = k, n, group
-        grouped = weight.float().reshape(n, k // group, group)
-        low, high = grouped.amin(dim=-1, keepdim=True), grouped.amax(dim=-1, keepdim=True)
-        scale = ((high - low) / 15).clamp(min=1e-12)
-        codes = torch.round((grouped - low) / scale).clamp(0, 15).to(torch.int32).reshape(n, k)
+        scale_in, importance = None, None
+        if statistics is not None:
+            mean_square = statistics.to(weight.device).clamp(min=1e-10)
+            scale_in = mean_square ** (AWQ_POWER / 2)
+            scale_in = scale_in / (scale_in.max() * scale_in.min()).sqrt()
+            weight = weight * scale_in
+            importance = (mean_square / scale_in ** 2).reshape(1, k // group, group)  # of the scaled weight's error
+        # in blocks of rows: the range search's copies stay small at 7B sizes
+        blocks = [_round_int4(weight[start:start + 1024].reshape(-1, k // group, group), importance)
+                  for start in range(0, n, 1024)]
+        codes, scale, low = (torch.cat(parts) for parts in zip(*blocks, strict=True))
+        codes = codes.reshape(n, k)
         self.register_buffer("weight_int4", torch._convert_weight_to_int4pack_for_cpu(codes, 1))
         scales_and_zeros = torch.stack([scale[..., 0], (low + 8 * scale)[..., 0]], dim=-1)  # [n, groups, 2]
-        self.register_buffer("scales_and_zeros", scales_and_zeros.transpose(0, 1).contiguous().to(weight.dtype))
+        dtype = linear.weight.dtype
+        self.register_buffer("scales_and_zeros", scales_and_zeros.transpose(0, 1).contiguous().to(dtype))
+        self.register_buffer("input_scale", None if scale_in is None else (1 / scale_in).to(dtype))
         self.bias = linear.bias
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         rows = x.reshape(-1, self.in_features)
+        if self.input_scale is not None:
+            rows = rows * self.input_scale.to(x.dtype)
         y = torch._weight_int4pack_mm_for_cpu(rows, self.weight_int4, self.group, self.scales_and_zeros.to(x.dtype))
         if self.bias is not None:
             y = y + self.bias
         return y.reshape(*x.shape[:-1], self.out_features)
 
 
-def quantize_linear(linear: nn.Linear, mode: str) -> nn.Module | None:
-    """``linear`` in ``mode`` ("int8" or "int4"), or None where its shape does not fit the kernel (it stays as is)."""
+_scratch = threading.local()  # per thread: requests may run the model in threads of their own
+
+
+def _widened_mm(rows: torch.Tensor, weight_int8: torch.Tensor) -> torch.Tensor:
+    """``rows @ weight_int8.T`` in ``rows``' dtype, the weight widened ``WIDEN_ROWS`` output rows at a time into a
+    buffer this thread keeps (see ``WIDEN_ROWS``)."""
+    n, k = weight_int8.shape
+    size = min(n, WIDEN_ROWS) * k
+    buffer = getattr(_scratch, "buffer", None)
+    if buffer is None or buffer.numel() < size or buffer.dtype != rows.dtype or buffer.device != rows.device:
+        with torch.inference_mode(False):  # a plain tensor, which calls in and out of inference mode may both fill
+            buffer = _scratch.buffer = torch.empty(max(size, 0 if buffer is None else buffer.numel()),
+                                                   dtype=rows.dtype, device=rows.device)
+    out = torch.empty(rows.shape[0], n, dtype=rows.dtype, device=rows.device)
+    for start in range(0, n, WIDEN_ROWS):
+        tile = weight_int8[start:start + WIDEN_ROWS]
+        widened = buffer[:tile.numel()].view(tile.shape)
+        widened.copy_(tile)
+        torch.mm(rows, widened.t(), out=out[:, start:start + tile.shape[0]])
+    return out
+
+
+def _round_int4(grouped: torch.Tensor, importance: torch.Tensor | None) -> tuple[torch.Tensor, ...]:
+    """4-bit codes, scales and lows of ``grouped`` weights ``[rows, groups, group]``: each group's full range, or,
+    with ``importance`` (per input, ``[1, groups, group]``), the range among ``CLIP_RATIOS`` of it whose rounding
+    error, weighted by importance, is least."""
+    low, high = grouped.amin(dim=-1, keepdim=True), grouped.amax(dim=-1, keepdim=True)
+    best = None
+    for ratio in CLIP_RATIOS if importance is not None else (1.0,):
+        scale = ((high - low) * ratio / 15).clamp(min=1e-12)
+        codes = torch.round((grouped - low * ratio) / scale).clamp(0, 15)
+        if importance is None:
+            return codes.to(torch.int32), scale, low * ratio
+        error = (((codes * scale + low * ratio - grouped) ** 2) * importance).sum(dim=-1, keepdim=True)
+        if best is None:
+            best = [codes, scale, low * ratio, error]
+            continue
+        better = error < best[3]
+        for i, value in enumerate((codes, scale, low * ratio, error)):
+            best[i] = torch.where(better, value, best[i])
+    return best[0].to(torch.int32), best[1], best[2]
+
+
+def quantize_linear(linear: nn.Linear, mode: str, statistics: torch.Tensor | None = None) -> nn.Module | None:
+    """``linear`` in ``mode`` ("int8" or "int4"), or None where its shape does not fit the kernel (it stays as is);
+    int4 calibrated where ``statistics`` (its inputs' mean square per channel) are given (int8 takes
+    none: SmoothQuant's scales lost answers, BENCHMARKS.md)."""
     if mode == "int8":
         return Int8Linear(linear)
     if mode == "int4":
         group = next((g for g in INT4_GROUPS if linear.in_features % g == 0), None)
         if group is None or linear.out_features % 16:  # the kernel packs 16 outputs at a time
             return None
-        return Int4Linear(linear, group)
+        return Int4Linear(linear, group, statistics)
     raise ValueError(f"mode must be one of {MODES[1:]}, not {mode!r}")
 
 
-def quantize_linears(model: nn.Module, mode: str) -> int:
+def quantize_linears(model: nn.Module, mode: str, statistics: dict[str, torch.Tensor] | None = None) -> int:
     """Replace every ``nn.Linear`` of ``model`` by its ``mode`` form, in place, one at a time (each layer's
     full-precision weight is freed as it goes); returns how many were replaced. A Linear whose weight another module
-    shares (tied embeddings) stays as it is: quantising it would untie, and store, a second copy."""
+    shares (tied embeddings) stays as it is: quantising it would untie, and store, a second copy. ``statistics``
+    (``input_statistics``' answer, by module name) calibrate the layers they name."""
     if mode == "none":
         return 0
     counts = _uses(model)
+    statistics = statistics or {}
     # (parent, name) pairs, not the Linears themselves: a list holding them would keep every full-precision weight
     # alive until the end (a 7B model's bf16 and int8 copies at once: 19 GiB instead of 14)
-    places = [(parent, name) for parent in model.modules() for name, child in parent.named_children()
+    places = [(parent_name, parent, name) for parent_name, parent in model.named_modules()
+              for name, child in parent.named_children()
               if type(child) is nn.Linear and counts.get(id(child.weight), 0) == 1]
     replaced = 0
-    for parent, name in places:
-        quantized = quantize_linear(getattr(parent, name), mode)
+    for parent_name, parent, name in places:
+        found = statistics.get(f"{parent_name}.{name}" if parent_name else name)
+        quantized = quantize_linear(getattr(parent, name), mode, found)
         if quantized is not None:
             setattr(parent, name, quantized)
             replaced += 1
@@ -128,8 +205,34 @@ def quantize_linears(model: nn.Module, mode: str) -> int:
 
 
 @torch.no_grad()
+def input_statistics(model: nn.Module, run: Callable[[nn.Module], object]) -> dict[str, torch.Tensor]:
+    """What each Linear of ``model`` (quantised or not) sees while ``run(model)`` runs a calibration text: by module
+    name, the mean square of every input channel, float32 ``[in_features]``. Taken from a quantised model they are
+    close to its full-precision model's (the large channels are the same); ``fill_quantized`` and
+    ``quantize_linears`` calibrate int4 with them."""
+    found: dict[str, tuple[torch.Tensor, int]] = {}
+
+    def record(name: str):
+        def hook(module: nn.Module, args: tuple, output: torch.Tensor) -> None:
+            x = args[0].detach().float().reshape(-1, args[0].shape[-1])
+            total, rows = found.get(name, (torch.zeros(x.shape[1], device=x.device), 0))
+            found[name] = (total + (x * x).sum(dim=0), rows + x.shape[0])
+        return hook
+
+    hooks = [module.register_forward_hook(record(name)) for name, module in model.named_modules()
+             if isinstance(module, (nn.Linear, Int8Linear, Int4Linear))]
+    try:
+        run(model)
+    finally:
+        for hook in hooks:
+            hook.remove()
+    return {name: total / rows for name, (total, rows) in found.items()}
+
+
+@torch.no_grad()
 def fill_quantized(model: nn.Module, tensors: Iterable[tuple[str, torch.Tensor]], mode: str, dtype: torch.dtype,
-                   prepare: Callable[[str, torch.Tensor], torch.Tensor] | None = None) -> None:
+                   prepare: Callable[[str, torch.Tensor], torch.Tensor] | None = None,
+                   statistics: dict[str, torch.Tensor] | None = None) -> None:
     """Fill ``model``, built with its parameters on the meta device, from a checkpoint's ``(name, tensor)`` pairs,
     quantising each Linear to ``mode`` as soon as its weights are in: memory holds the quantised model plus one layer
     in ``dtype``, never the whole model in ``dtype`` (a 7B Llama: 13 GB in bf16, about 4 GB quantised to int4).
@@ -139,7 +242,9 @@ def fill_quantized(model: nn.Module, tensors: Iterable[tuple[str, torch.Tensor]]
     ``quantize_linears``), as does a Linear whose weight another module shares. A key the model has no parameter
     for is refused, except a buffer the model computes itself (old Llama checkpoints hold ``rotary_emb.inv_freq`` in
     every layer, where today's transformers compute one for the model);
-    a parameter no key fills is refused after the last tensor."""
+    a parameter no key fills is refused after the last tensor. ``statistics`` (``input_statistics``' answer)
+    calibrate the Linears they name."""
+    statistics = statistics or {}
     output = model.get_output_embeddings() if hasattr(model, "get_output_embeddings") else None
     parameters = dict(model.named_parameters(remove_duplicate=False))
     counts = _uses(model)
@@ -158,7 +263,7 @@ def fill_quantized(model: nn.Module, tensors: Iterable[tuple[str, torch.Tensor]]
         setattr(owner, attr, nn.Parameter(value, requires_grad=False))
         if (type(owner) is nn.Linear and owner is not output and not shared
                 and not any(p.is_meta for p in owner.parameters())):
-            quantized = quantize_linear(owner, mode)
+            quantized = quantize_linear(owner, mode, statistics.get(owner_name))
             if quantized is not None:
                 parent_name, _, child = owner_name.rpartition(".")
                 setattr(model.get_submodule(parent_name), child, quantized)

@@ -82,10 +82,18 @@ MUTANTS = (
            "parts (docs/demos.md, MERT)", "apps/mert/pipeline.py", "    return lengths / lengths.sum()",
            "    return torch.full_like(lengths, 1 / len(lengths))",
            ("tests/mert/test_pipeline.py::test_a_long_tracks_parts_are_averaged_by_their_length",)),
-    Mutant("int8-never-packed", "int8 prompts of up to 64 rows run PyTorch's packed kernel (BENCHMARKS.md, 3D-MoLM "
+    Mutant("int8-never-packed", "int8 steps of up to 16 rows run PyTorch's packed kernel (BENCHMARKS.md, 3D-MoLM "
            "at full size)", "shared/quantize.py", "        if rows.shape[0] <= PACKED_ROWS:",
            "        if rows.shape[0] <= 0:",
            ("tests/shared/test_quantize.py::test_a_short_prompt_runs_int8s_packed_kernel_and_a_long_one_widens_the_weight",)),
+    Mutant("int8-widened-into-new-memory", "a long prompt widens int8 weights into a buffer its thread keeps "
+           "(BENCHMARKS.md: a new question's first token)", "shared/quantize.py",
+           '    buffer = getattr(_scratch, "buffer", None)\n', "    buffer = None\n",
+           ("tests/shared/test_quantize.py::test_a_long_prompt_widens_int8_tile_by_tile_into_one_buffer_per_thread",)),
+    Mutant("int4-calibration-ignored", "calibrated int4 scales the large input channels (AWQ; BENCHMARKS.md, on a "
+           "trained Llama)", "shared/quantize.py", "        if statistics is not None:\n            mean_square",
+           "        if False:\n            mean_square",
+           ("tests/shared/test_quantize.py::test_calibrated_int4_protects_the_large_input_channels_and_computes_what_it_stands_for",)),
     Mutant("llama-loaded-whole-then-quantised", "3D-MoLM's quantised load streams the shards (BENCHMARKS.md: "
            "4.8 GiB while loading, int4)", "apps/molm3d/llm.py",
            "    if quantization:\n        model = _load_quantized(", "    if False:\n        model = _load_quantized(",

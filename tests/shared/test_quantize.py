@@ -93,9 +93,9 @@ def test_each_full_precision_weight_is_freed_as_its_layer_is_quantised(monkeypat
     alive = []
     original = quantize.quantize_linear
 
-    def watched(linear, mode):
+    def watched(linear, *args):
         alive.append(sum(w() is not None for w in weights))
-        return original(linear, mode)
+        return original(linear, *args)
 
     monkeypatch.setattr(quantize, "quantize_linear", watched)
     assert quantize.quantize_linears(model, "int8") == 4
@@ -119,9 +119,9 @@ def test_filling_an_empty_model_quantises_each_layer_as_it_arrives(monkeypatch, 
     empty, plain_alive = empty_copy(source), []
     original = quantize.quantize_linear
 
-    def watched(linear, kind):
+    def watched(linear, *args):
         plain_alive.append(sum(type(m) is nn.Linear and not m.weight.is_meta for m in empty))
-        return original(linear, kind)
+        return original(linear, *args)
 
     monkeypatch.setattr(quantize, "quantize_linear", watched)
     quantize.fill_quantized(empty, source.state_dict().items(), mode, torch.bfloat16)
@@ -148,7 +148,7 @@ def test_filling_refuses_a_key_the_model_lacks_and_a_parameter_left_empty():
 
 
 def test_a_short_prompt_runs_int8s_packed_kernel_and_a_long_one_widens_the_weight(monkeypatch):
-    """The speed claim of int8 (BENCHMARKS.md: prompts of up to 64 rows run PyTorch's packed kernel): which kernel
+    """The speed claim of int8 (BENCHMARKS.md: up to 16 rows run PyTorch's packed kernel): which kernel
     runs is what is checked, rows up to ``PACKED_ROWS`` through ``torch._weight_int8pack_mm``, more rows without."""
     calls = []
     packed = torch._weight_int8pack_mm
@@ -163,3 +163,85 @@ def test_a_short_prompt_runs_int8s_packed_kernel_and_a_long_one_widens_the_weigh
     assert calls == [quantize.PACKED_ROWS]
     int8(torch.ones(1, quantize.PACKED_ROWS + 1, 64, dtype=torch.bfloat16))
     assert calls == [quantize.PACKED_ROWS], "a long prompt widens the weight instead"
+
+
+def test_a_long_prompt_widens_int8_tile_by_tile_into_one_buffer_per_thread(monkeypatch):
+    """Beyond ``PACKED_ROWS`` an int8 layer widens ``WIDEN_ROWS`` output rows at a time (here 32 of 96 and 100) into
+    a buffer its thread keeps: the product is the dequantised weight's, every tile included, and a second call
+    allocates no new buffer (the speed claim: BENCHMARKS.md's first token of a new question); another thread keeps
+    its own, so two requests never write into one."""
+    import threading
+
+    monkeypatch.setattr(quantize, "WIDEN_ROWS", 32)
+    monkeypatch.setattr(quantize, "_scratch", threading.local())  # none left by other tests
+    torch.manual_seed(0)
+    rows = quantize.PACKED_ROWS + 3
+    for outputs in (96, 100):  # whole tiles, and a last tile of 4 rows
+        int8 = quantize.quantize_linear(nn.Linear(64, outputs).to(torch.float32), "int8")
+        x = torch.randn(rows, 64)
+        expected = nn.functional.linear(x, int8.dequantized(), int8.bias)
+        torch.testing.assert_close(int8(x), expected, rtol=1e-5, atol=1e-5)
+    buffer = quantize._scratch.buffer
+    assert buffer.numel() == 32 * 64
+    int8(torch.randn(rows, 64))
+    assert quantize._scratch.buffer is buffer
+    seen = []
+    thread = threading.Thread(target=lambda: (int8(torch.randn(rows, 64)), seen.append(quantize._scratch.buffer)))
+    thread.start()
+    thread.join()
+    assert seen and seen[0] is not buffer and seen[0].data_ptr() != buffer.data_ptr()
+    with torch.inference_mode():  # a buffer made in inference mode is filled outside it too (and the other way)
+        monkeypatch.setattr(quantize, "_scratch", threading.local())
+        int8(torch.randn(rows, 64))
+    torch.testing.assert_close(int8(x), nn.functional.linear(x, int8.dequantized(), int8.bias), rtol=1e-5, atol=1e-5)
+
+
+def test_input_statistics_are_each_channels_mean_square_over_the_calibration_run():
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(8, 16), nn.ReLU(), nn.Linear(16, 4))
+    quantize.quantize_linears(model, "int8")  # statistics come from the loaded, already quantised model
+    batches = [torch.randn(3, 5, 8), torch.randn(7, 8)]
+    found = quantize.input_statistics(model, lambda m: [m(b) for b in batches])
+    inputs = torch.cat([b.reshape(-1, 8) for b in batches])
+    torch.testing.assert_close(found["0"], (inputs ** 2).mean(dim=0))
+    hidden = torch.relu(model[0](inputs))
+    torch.testing.assert_close(found["2"], (hidden ** 2).mean(dim=0))
+    assert not model[0]._forward_hooks and not model[2]._forward_hooks  # the hooks are gone
+
+
+def test_calibrated_int4_protects_the_large_input_channels_and_computes_what_it_stands_for():
+    """AWQ's scales: with one input channel 20x the others (as a Llama's outlier features are), int4 calibrated on
+    the inputs' statistics is closer to the full-precision output than plain int4; its product is still the packed
+    codes' (the input divided by the scales the weight columns were multiplied by)."""
+    torch.manual_seed(0)
+    linear = nn.Linear(256, 64)
+    x = torch.randn(40, 256)
+    x[:, [3, 77]] *= 20
+    statistics = quantize.input_statistics(nn.Sequential(linear), lambda m: m(x))["0"]
+    plain = quantize.quantize_linear(linear, "int4")
+    calibrated = quantize.quantize_linear(linear, "int4", statistics)
+    assert plain.input_scale is None and calibrated.input_scale is not None
+    full = linear(x)
+    error = {name: ((layer(x) - full).norm() / full.norm()).item()
+             for name, layer in (("plain", plain), ("calibrated", calibrated))}
+    assert error["calibrated"] < 0.9 * error["plain"], error  # measured: 0.059 against 0.067
+    # the same arithmetic written out: the kernel's product on the scaled input
+    y = torch._weight_int4pack_mm_for_cpu(x * calibrated.input_scale, calibrated.weight_int4, calibrated.group,
+                                          calibrated.scales_and_zeros) + linear.bias
+    torch.testing.assert_close(calibrated(x), y)
+
+
+@pytest.mark.parametrize("how", ["quantize_linears", "fill_quantized"])
+def test_statistics_calibrate_the_int4_layers_they_name(how):
+    torch.manual_seed(0)
+    source = nn.Sequential(nn.Linear(128, 64), nn.Linear(64, 32))
+    statistics = {"1": torch.rand(64) + 0.5}
+    if how == "quantize_linears":
+        quantize.quantize_linears(source, "int4", statistics)
+        model = source
+    else:
+        model = empty_copy(source)
+        quantize.fill_quantized(model, source.state_dict().items(), "int4", torch.float32, statistics=statistics)
+    assert model[0].input_scale is None
+    expected = quantize.Int4Linear(nn.Linear(64, 32).requires_grad_(False), 64, statistics["1"])
+    assert model[1].input_scale is not None and model[1].input_scale.shape == expected.input_scale.shape
