@@ -127,10 +127,10 @@ def write_checkpoint(smoke: bool, folder: Path) -> None:
 
 
 def load(smoke: bool, dtype: torch.dtype, folder: Path, quantization: str | None):
-    """The pipeline with the language model loaded by 3D-MoLM's loader (``apps.molm3d.llm.load_llama``: LoRA merged,
-    then, with ``quantization``, quantised shard by shard) and the encoder at its released size, random, in fp32."""
-    from apps.molm3d.llm import load_llama
-    from apps.molm3d.pipeline import MoLM3DPipeline
+    """The pipeline with the language model loaded by 3D-MoLM's loader (``apps.molm3d.pipeline.load_language_model``:
+    LoRA merged, then, with ``quantization``, quantised shard by shard, int4 calibrated) and the encoder at its
+    released size, random, in fp32."""
+    from apps.molm3d.pipeline import MoLM3DPipeline, load_language_model
     from apps.molm3d.qformer import MolQFormer, QFormerConfig
     from apps.molm3d.tokenizer import MoLMTokenizer
     from apps.molm3d.unimol import UniMolConfig
@@ -145,7 +145,7 @@ def load(smoke: bool, dtype: torch.dtype, folder: Path, quantization: str | None
     torch.manual_seed(0)
     encoder = MolQFormer(unimol, qformer).eval()
     lora = torch.load(folder / "lora.pt", weights_only=True)
-    llm = load_llama(folder, lora, len(tokenizer), "cpu", dtype, quantization)
+    llm = load_language_model(folder, lora, tokenizer, encoder, "cpu", dtype, quantization)
     return MoLM3DPipeline(encoder, llm, tokenizer, "cpu", dtype, quantization)
 
 

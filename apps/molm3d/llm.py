@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable
 from pathlib import Path
 
 import torch
@@ -64,19 +65,30 @@ def resize_for_molm(model, new_size: int, seed: int = 0) -> None:
 
 
 def load_llama(folder: str | Path, lora: dict[str, torch.Tensor], vocab_size: int, device: str, dtype: torch.dtype,
-               quantization: str | None = None, seed: int = 0):
+               quantization: str | None = None, seed: int = 0,
+               calibrate: Callable[[nn.Module], dict[str, torch.Tensor]] | None = None):
     """LlamaForCausalLM from the official folder (``.bin`` shards read with ``weights_only=True``), LoRA merged.
 
     With ``quantization`` ("int8" or "int4", on a CPU) the shards stream into a model without weights, each Linear
     merged and quantised as soon as it is read (``shared.quantize.fill_quantized``): loading never holds the whole
-    model in ``dtype`` (issue #28: 13 GB for Llama-2-7B in bf16, against about 4 GB quantised to int4)."""
+    model in ``dtype`` (issue #28: 13 GB for Llama-2-7B in bf16, against about 4 GB quantised to int4). int4 with
+    ``calibrate`` loads twice: ``calibrate(model)`` runs a few prompts through the first model (embeddings resized)
+    and answers what each layer's inputs are (``shared.quantize.input_statistics``), and the second model is
+    quantised with those statistics as AWQ does (BENCHMARKS.md: it keeps more of the answers), memory holding one
+    model at a time."""
     from transformers import LlamaForCausalLM
 
     if quantization and device != "cpu":
         raise ValueError(f"quantization={quantization!r} runs on a CPU; a GPU runs the model in {dtype}")
     pairs = lora_pairs(lora)
+    statistics = None
     if quantization:
         model = _load_quantized(Path(folder), pairs, dtype, quantization)
+        if quantization == "int4" and calibrate is not None:
+            resize_for_molm(model, vocab_size, seed)
+            statistics = calibrate(model)
+            del model
+            model = _load_quantized(Path(folder), pairs, dtype, quantization, statistics)
         merged = len(pairs)
     else:
         model = LlamaForCausalLM.from_pretrained(str(folder), dtype=dtype, weights_only=True, low_cpu_mem_usage=True)
@@ -88,15 +100,15 @@ def load_llama(folder: str | Path, lora: dict[str, torch.Tensor], vocab_size: in
     if quantization:
         from shared.quantize import quantize_linears
 
-        quantize_linears(model, quantization)  # the output layer, now with the two new rows
+        quantize_linears(model, quantization, statistics)  # the output layer, now with the two new rows
     model.to(device)
     return model.eval()
 
 
 def _load_quantized(folder: Path, pairs: dict[str, tuple[torch.Tensor, torch.Tensor]], dtype: torch.dtype,
-                    mode: str):
-    """The Llama of ``folder`` with every Linear but the output layer in ``mode``, the LoRA in its weights, loaded
-    shard by shard and tensor by tensor (``shared.checkpoints.stream_torch_state``)."""
+                    mode: str, statistics: dict[str, torch.Tensor] | None = None):
+    """The Llama of ``folder`` with every Linear but the output layer in ``mode`` (calibrated by ``statistics``), the
+    LoRA in its weights, loaded shard by shard and tensor by tensor (``shared.checkpoints.stream_torch_state``)."""
     from accelerate import init_empty_weights
     from transformers import GenerationConfig, LlamaConfig, LlamaForCausalLM
 
@@ -116,7 +128,7 @@ def _load_quantized(folder: Path, pairs: dict[str, tuple[torch.Tensor, torch.Ten
         return lora_merged(tensor, *pairs[module])
 
     tensors = (item for shard in _shards(folder) for item in stream_torch_state(shard))
-    fill_quantized(model, tensors, mode, dtype, merge)
+    fill_quantized(model, tensors, mode, dtype, merge, statistics)
     if unused:
         raise ValueError(f"LoRA for modules the language model does not have: {sorted(unused)[:3]}")
     if (folder / "generation_config.json").is_file():

@@ -40,6 +40,7 @@ from apps.molm3d.tasks import (
     PROMPT_TEMPLATE,
     QUANTIZED_NOTE,
     build_prompt,
+    calibration_requests,
     parse_number,
 )
 from shared.checkpoints import load_torch_checkpoint
@@ -158,13 +159,25 @@ class MoLM3DPipeline(Pipeline):
             raise ValueError(f"{GENERALIST_FILE} does not match the 3D-MoLM model: missing {missing[:5]}, "
                              f"unexpected {unexpected[:5]}")
         tokenizer = MoLMTokenizer(path / LLAMA_DIR / "tokenizer.model")
-        llm = load_llama(path / LLAMA_DIR, lora, len(tokenizer), device, dtype, quantization, seed)
+        llm = load_language_model(path / LLAMA_DIR, lora, tokenizer, encoder.eval(), device, dtype, quantization, seed)
         if llm.config.hidden_size != encoder.llm_proj.out_features:
             raise ValueError(f"llm_proj gives {encoder.llm_proj.out_features} features, the LLM takes "
                              f"{llm.config.hidden_size}")
         return cls(encoder.to(device).eval(), llm, tokenizer, device, dtype, quantization)
 
     check_inputs = staticmethod(checks.check_inputs)  # torch-free: apps/molm3d/checks.py
+
+    @torch.inference_mode()
+    def input_statistics(self) -> dict[str, torch.Tensor]:
+        """What each Linear of the language model sees over every task's prompt about a few molecules (their
+        ``<mol>`` rows the encoder's, as in an answer): int4's calibration (``shared.quantize.input_statistics``)."""
+        from shared.quantize import input_statistics
+
+        requests = [(instruction, conf.featurize(smiles, seed=conf.DEFAULT_SEED))
+                    for instruction, smiles in calibration_requests()]
+        prompts = [self._inputs([c], [build_prompt(instruction, c.smiles)]) for instruction, c in requests]
+        return input_statistics(self.llm, lambda llm: [llm(inputs_embeds=embeds, attention_mask=mask)
+                                                       for embeds, mask in prompts])
 
     def __call__(self, molecule, question: str | None = None, task: str | None = None, *,
                  seed: int | None = conf.DEFAULT_SEED, decoding: str = "official", num_beams: int | None = None,
@@ -314,6 +327,16 @@ class MoLM3DPipeline(Pipeline):
         is_mol = tokens.eq(self.tokenizer.mol_token_id)  # [B, T], 8 per row
         embeds[is_mol] = mol_embeds.reshape(-1, mol_embeds.shape[-1])
         return embeds, mask
+
+
+def load_language_model(folder: Path, lora: dict[str, torch.Tensor], tokenizer, encoder, device: str,
+                        dtype: torch.dtype, quantization: str | None = None, seed: int = 0):
+    """3D-MoLM's Llama (``load_llama``); int4 calibrated on every task's prompt, its molecule rows from ``encoder``
+    (``MoLM3DPipeline.input_statistics``)."""
+    def calibrate(llm) -> dict[str, torch.Tensor]:
+        return MoLM3DPipeline(encoder, llm, tokenizer, device, dtype).input_statistics()
+
+    return load_llama(folder, lora, len(tokenizer), device, dtype, quantization, seed, calibrate)
 
 
 def _cache_argument(model) -> str:

@@ -99,6 +99,17 @@ def build_prompt(instruction: str, smiles: str) -> str:
     return PROMPT_TEMPLATE.format(instruction, smiles[:MAX_PROMPT_SMILES])
 
 
+# int4's calibration (shared.quantize.input_statistics): every task's prompt, each about another of these molecules
+CALIBRATION_MOLECULES = ("CC(=O)Oc1ccccc1C(=O)O", "CN1C=NC2=C1C(=O)N(C(=O)N2C)C", "CCO", "c1ccccc1",
+                         "OC[C@H]1OC(O)[C@H](O)[C@@H](O)[C@@H]1O")
+
+
+def calibration_requests() -> list[tuple[str, str]]:
+    """(instruction, SMILES) for every task, the molecules in turn; the free question asks what it is used for."""
+    return [(instruction_for(task, "What is this molecule used for?")[0],
+             CALIBRATION_MOLECULES[i % len(CALIBRATION_MOLECULES)]) for i, task in enumerate(TASKS.values())]
+
+
 def parse_number(text: str) -> float | None:
     """The first decimal number in an answer (as ``read_generalist_results.py`` scores), or None."""
     match = NUMBER.search(text)

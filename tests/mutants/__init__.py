@@ -94,6 +94,10 @@ MUTANTS = (
            "trained Llama)", "shared/quantize.py", "        if statistics is not None:\n            mean_square",
            "        if False:\n            mean_square",
            ("tests/shared/test_quantize.py::test_calibrated_int4_protects_the_large_input_channels_and_computes_what_it_stands_for",)),
+    Mutant("molm3d-int4-uncalibrated", "3D-MoLM's int4 is calibrated as AWQ does (BENCHMARKS.md, on a trained "
+           "Llama)", "apps/molm3d/llm.py", '        if quantization == "int4" and calibrate is not None:',
+           "        if False:",
+           ("tests/molm3d/test_quantize.py::test_int4_is_calibrated_and_int8_is_not",)),
     Mutant("llama-loaded-whole-then-quantised", "3D-MoLM's quantised load streams the shards (BENCHMARKS.md: "
            "4.8 GiB while loading, int4)", "apps/molm3d/llm.py",
            "    if quantization:\n        model = _load_quantized(", "    if False:\n        model = _load_quantized(",
