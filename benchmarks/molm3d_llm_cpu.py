@@ -32,8 +32,6 @@ projection are at their released sizes in fp32, as the pipeline keeps them.
 from __future__ import annotations
 
 import argparse
-import ctypes
-import gc
 import json
 import os
 import resource
@@ -189,11 +187,9 @@ def top1_along(pipe, request: dict, answer: str) -> list[int]:
 
 def resident_bytes() -> int:
     """This process's resident memory now, after returning freed memory to the system."""
-    gc.collect()
-    try:
-        ctypes.CDLL("libc.so.6").malloc_trim(0)
-    except (OSError, AttributeError):
-        pass
+    from shared.pool import release_memory
+
+    release_memory()
     with open("/proc/self/statm") as statm:
         return int(statm.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
 

@@ -9,9 +9,11 @@ already), and each option quantises it again as 3D-MoLM quantises its Llama on a
 Linear int8 (a scale per output channel) or int4 (round to nearest, a scale and zero per group of 128 inputs, or 64
 or 32 where the width needs: here 64 for the 576-wide inputs, 128 for the MLP's down projection); the output layer
 (untied from the embeddings, as Llama-2's is) in int8 with int8, and in bf16 with int4 (3D-MoLM's 32,002-row output
-layer does not fit the int4 kernel, which packs 16 rows at a time). With ``--variants``, int4 options that keep more:
-groups of 32 (which, on this model only, match the
-GGUF file's own Q4_1 blocks of 32 weights: see BENCHMARKS.md).
+layer does not fit the int4 kernel, which packs 16 rows at a time); "int4 calibrated" as 3D-MoLM's loader
+calibrates it (AWQ's scales from ``CALIBRATION_FILE``'s text through the uncalibrated model: ``shared.quantize``).
+With ``--variants``, more of issue #40's choices: int8 with its output layer in bf16, calibrated int4 with the MLP's
+down projections or the attention in int8, and int4 in groups of 32 (which, on this model only, match the GGUF
+file's own Q4_1 blocks of 32 weights: see BENCHMARKS.md).
 
 For each option against float32 and against bf16 (3D-MoLM's CPU dtype): greedy answers of up to ``--tokens`` new
 tokens to ``--prompts`` varied prompts in the model's chat template (questions, instructions, chemistry), batched:
@@ -135,37 +137,44 @@ def untied_bf16(reference: nn.Module) -> nn.Module:
 
 
 def quantized(reference: nn.Module, mode: str, groups: int | None = None,
-              statistics: dict[str, torch.Tensor] | None = None) -> nn.Module:
+              statistics: dict[str, torch.Tensor] | None = None, int8: tuple[str, ...] = (),
+              head: str | None = None) -> nn.Module:
     """``reference`` quantised as 3D-MoLM quantises its Llama (``shared.quantize``): the blocks' Linears in ``mode``,
     the output layer in int8 with int8 and in bf16 with int4 (see the module's docstring); ``groups`` forces int4's
-    group size; ``statistics`` (by module name) calibrate the layers."""
+    group size; ``statistics`` (by module name) calibrate the layers; the Linears whose names end in one of ``int8``
+    are int8 instead; ``head`` ("int8" or "bf16") overrides the output layer's."""
     from shared.quantize import Int4Linear, quantize_linear, quantize_linears
 
     model = untied_bf16(reference)
-    statistics = statistics or {}
+    statistics = {k.removeprefix("model."): v for k, v in (statistics or {}).items()}
+    if int8:
+        for name, module in list(model.model.named_modules()):
+            if type(module) is nn.Linear and name.endswith(int8):
+                parent, _, child = name.rpartition(".")
+                setattr(model.model.get_submodule(parent), child, quantize_linear(module, "int8"))
     if groups is None:
-        quantize_linears(model.model, mode, {k.removeprefix("model."): v for k, v in statistics.items()})
+        quantize_linears(model.model, mode, statistics)
     else:
         for parent in list(model.model.modules()):
             for child, module in list(parent.named_children()):
                 if type(module) is nn.Linear:
                     setattr(parent, child, Int4Linear(module, groups))
-    if mode == "int8":
+    if (head or mode) == "int8":
         model.lm_head = quantize_linear(model.lm_head, "int8")
     return model.eval()
 
 
-def calibrated(reference: nn.Module, mode: str, tokenizer) -> nn.Module:
+def calibrated(reference: nn.Module, mode: str, tokenizer, **choices) -> nn.Module:
     """``reference`` quantised to ``mode`` with calibration, as 3D-MoLM's loader calibrates: the statistics of
     ``CALIBRATION_TOKENS`` tokens of ``CALIBRATION_FILE`` (text the measures below never read) taken from the
-    uncalibrated quantised model, then the layers quantised again with them."""
+    uncalibrated quantised model, then the layers quantised again with them (``choices``: ``quantized``'s)."""
     from shared.quantize import input_statistics
 
     ids = tokenizer((REPO_ROOT / CALIBRATION_FILE).read_text(encoding="utf-8"), add_special_tokens=False)
     ids = torch.tensor(ids["input_ids"][:CALIBRATION_TOKENS])[None]
     with torch.inference_mode():
-        statistics = input_statistics(quantized(reference, mode), lambda model: model(ids))
-    return quantized(reference, mode, statistics=statistics)
+        statistics = input_statistics(quantized(reference, mode, **choices), lambda model: model(ids))
+    return quantized(reference, mode, statistics=statistics, **choices)
 
 
 def options(reference: nn.Module, tokenizer, variants: bool) -> dict[str, tuple[str, nn.Module]]:
@@ -173,12 +182,19 @@ def options(reference: nn.Module, tokenizer, variants: bool) -> dict[str, tuple[
     found = {"fp32": ("float32 (the reference: the GGUF file dequantised)", reference),
              "bf16": ("bf16 (3D-MoLM's CPU dtype)", untied_bf16(reference)),
              "int8": ("int8, a scale per output channel; output layer int8", quantized(reference, "int8")),
-             "int4": ("int4, groups of 64 (128 where the width allows); output layer bf16",
+             "int4": ("int4 rounded to nearest, groups of 64 (128 where the width allows); output layer bf16",
                       quantized(reference, "int4")),
-             "int4 calibrated": ("int4 as above, AWQ's scales and clipped ranges", calibrated(reference, "int4",
-                                                                                             tokenizer))}
+             "int4 calibrated": ("int4 as above, AWQ's scales and clipped ranges (3D-MoLM's int4)",
+                                 calibrated(reference, "int4", tokenizer))}
     if variants:
-        found["int4 g32"] = ("int4, groups of 32; output layer bf16", quantized(reference, "int4", groups=32))
+        found.update({
+            "int8, bf16 output": ("int8 as above; output layer bf16", quantized(reference, "int8", head="bf16")),
+            "int4 cal., down int8": ("int4 calibrated; the MLP's down projections int8",
+                                     calibrated(reference, "int4", tokenizer, int8=("down_proj",))),
+            "int4 cal. MLP, attention int8": ("int4 calibrated in the MLP; attention int8",
+                                              calibrated(reference, "int4", tokenizer,
+                                                         int8=("q_proj", "k_proj", "v_proj", "o_proj"))),
+            "int4 g32": ("int4, groups of 32; output layer bf16", quantized(reference, "int4", groups=32))})
     return found
 
 

@@ -85,9 +85,12 @@ def load_llama(folder: str | Path, lora: dict[str, torch.Tensor], vocab_size: in
     if quantization:
         model = _load_quantized(Path(folder), pairs, dtype, quantization)
         if quantization == "int4" and calibrate is not None:
+            from shared.pool import release_memory
+
             resize_for_molm(model, vocab_size, seed)
             statistics = calibrate(model)
             del model
+            release_memory()  # the first model's pages, before the second fills others (BENCHMARKS.md: the peak)
             model = _load_quantized(Path(folder), pairs, dtype, quantization, statistics)
         merged = len(pairs)
     else:

@@ -125,9 +125,13 @@ class MoLM3DPipeline(Pipeline):
     components = ("encoder", "llm")
 
     def __init__(self, encoder, llm, tokenizer, device: str = "cpu", dtype: torch.dtype = torch.float32,
-                 quantization: str | None = None):
+                 quantization: str | None = None, static_cache: bool | None = None):
         self.encoder, self.llm, self.tokenizer = encoder, llm, tokenizer  # MolQFormer, LlamaForCausalLM, MoLMTokenizer
         self.device, self.dtype, self.quantization = device, dtype, quantization  # "int8"/"int4": every answer says
+        # On a GPU the answer decodes with a static KV cache, which transformers' generate compiles with CUDA graphs
+        # (issue #40: one kernel launch a step instead of hundreds); on a CPU (None: by the device) the stored prompt
+        # starts serve instead (_prefill). Both give the same tokens (tests/molm3d/test_pipeline.py, on the CPU).
+        self.static_cache = str(device).startswith("cuda") if static_cache is None else static_cache
         self._prefixes: OrderedDict[tuple[int, ...], Any] = OrderedDict()  # prompt starts -> KV cache (_prefill)
         self._prefix_lock = threading.Lock()
 
@@ -240,8 +244,8 @@ class MoLM3DPipeline(Pipeline):
             processors.append(_PartialText(self.tokenizer, on_text, STREAM_EVERY, inputs.num_beams, inputs.single))
         beams = {"num_beams": inputs.num_beams, "length_penalty": EVAL_DECODING["length_penalty"]} \
             if inputs.num_beams > 1 else {"num_beams": 1}  # greedy: no length penalty to apply
-        prefilled = self._prefill(embeds, mask, inputs.num_beams, inputs.instruction,
-                                  [self.tokenizer.encode(p) for p in prompts])
+        prefilled = {"cache_implementation": "static"} if self.static_cache else self._prefill(
+            embeds, mask, inputs.num_beams, inputs.instruction, [self.tokenizer.encode(p) for p in prompts])
         out = self.llm.generate(
             inputs_embeds=embeds, attention_mask=mask, do_sample=False, **beams, **prefilled,
             logits_processor=LogitsProcessorList(processors),

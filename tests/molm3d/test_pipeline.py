@@ -231,3 +231,31 @@ def test_resolve_from_hf_cache_layout_and_load_through_context(tiny_snapshot, tm
     assert ctx.pipeline() is pipe and (DEMO.id, "generalist") in ctx.pool
     answer = pipe("CCO", task="tpsa", **FAST)
     assert answer.reference.value == pytest.approx(20.23, abs=0.01)
+
+
+def test_the_static_cache_path_a_gpu_decodes_with_gives_the_same_answers(tiny_pipe):
+    """On a GPU the answer decodes with a static KV cache (transformers compiles its steps with CUDA graphs there);
+    the same path run on the CPU gives, token for token, the answers of the CPU's own path (stored prompt starts, one
+    prefill for the beams), with the official beams and the fast decoding, one molecule and a padded batch."""
+    from apps.molm3d.pipeline import MoLM3DPipeline
+
+    assert tiny_pipe.static_cache is False  # a CPU pipeline keeps its stored prompt starts
+    static = MoLM3DPipeline(tiny_pipe.encoder, tiny_pipe.llm, tiny_pipe.tokenizer, "cpu", tiny_pipe.dtype,
+                            static_cache=True)
+    assert MoLM3DPipeline(None, None, None, "cuda:0").static_cache is True
+    calls = []
+    generate = tiny_pipe.llm.generate
+    tiny_pipe.llm.generate = lambda **kw: calls.append(kw) or generate(**kw)
+    try:
+        for kwargs in ({"task": "logp", "max_new_tokens": 8, "min_new_tokens": 8},
+                       {"task": "caption", "decoding": "fast", "max_new_tokens": 12}):
+            calls.clear()
+            expected = [a.text for a in tiny_pipe.answer_batch([ASPIRIN, "CCO"], **kwargs)]
+            expected.append(tiny_pipe(CAFFEINE, **kwargs).text)
+            found = [a.text for a in static.answer_batch([ASPIRIN, "CCO"], **kwargs)]
+            found.append(static(CAFFEINE, **kwargs).text)
+            assert found == expected
+            cached = [kw for kw in calls if kw.get("cache_implementation") == "static"]
+            assert len(cached) == 2 and all(kw == without_prefill(kw) for kw in cached)  # no cache of ours
+    finally:
+        del tiny_pipe.llm.generate

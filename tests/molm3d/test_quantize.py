@@ -210,3 +210,27 @@ def test_the_quantised_load_streams_and_never_builds_the_model_in_full_precision
     assert sorted(streamed) == shards, "every official shard streamed"
     kind = Int8Linear if mode == "int8" else Int4Linear
     assert isinstance(model.model.layers[0].mlp.down_proj, kind)
+
+
+def test_int4s_second_load_starts_after_the_first_model_is_freed_and_its_memory_given_back(tiny_snapshot, monkeypatch):
+    """Calibrated int4 loads twice; memory holds one model at a time: the first is gone, and its freed pages given
+    back to the system (``shared.pool.release_memory``), before the second load starts (BENCHMARKS.md: the peak)."""
+    import weakref
+
+    from apps.molm3d import llm as llm_module
+    from apps.molm3d.pipeline import MoLM3DPipeline
+    from shared import pool
+
+    events, firsts = [], []
+    load = llm_module._load_quantized
+
+    def watched(*args, **kwargs):
+        events.append(("load", [ref() is not None for ref in firsts]))
+        model = load(*args, **kwargs)
+        firsts.append(weakref.ref(model.model.layers[0].mlp.up_proj))
+        return model
+
+    monkeypatch.setattr(llm_module, "_load_quantized", watched)
+    monkeypatch.setattr(pool, "release_memory", lambda: events.append(("released", [r() is not None for r in firsts])))
+    MoLM3DPipeline.from_pretrained(tiny_snapshot, device="cpu", dtype=torch.bfloat16, quantization="int4")
+    assert events == [("load", []), ("released", [False]), ("load", [False])]

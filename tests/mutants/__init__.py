@@ -98,6 +98,10 @@ MUTANTS = (
            "Llama)", "apps/molm3d/llm.py", '        if quantization == "int4" and calibrate is not None:',
            "        if False:",
            ("tests/molm3d/test_quantize.py::test_int4_is_calibrated_and_int8_is_not",)),
+    Mutant("molm3d-int4-first-model-kept", "calibrated int4 holds one model at a time (BENCHMARKS.md: the peak "
+           "while loading)", "apps/molm3d/llm.py", "            del model\n            release_memory()",
+           "            kept = model  # noqa: F841\n            release_memory()",
+           ("tests/molm3d/test_quantize.py::test_int4s_second_load_starts_after_the_first_model_is_freed_and_its_memory_given_back",)),
     Mutant("llama-loaded-whole-then-quantised", "3D-MoLM's quantised load streams the shards (BENCHMARKS.md: "
            "4.8 GiB while loading, int4)", "apps/molm3d/llm.py",
            "    if quantization:\n        model = _load_quantized(", "    if False:\n        model = _load_quantized(",
