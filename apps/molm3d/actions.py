@@ -43,12 +43,13 @@ EMPTY_CELL = "—"
 QUANTIZE_TRADE_OFF = (
     "On a CPU the operator may opt in to int8 or int4 weights for the language model (`DEMOHUB_QUANTIZE`; "
     "`demohub doctor` says which run here). Measured at Llama-2-7B's size on a 2-core CPU with the fast decoding: "
-    "int4 wrote a 128-token description in 34 s against bf16's 112 s and a 16-token property answer in 7.1 s, its "
-    "first words after 4.2 s, in at most 5.6 GiB of memory against bf16's 22.0; int8 wrote that answer in 9.3 s in "
-    "8.5 GiB. Their answers, measured on a trained Llama of 135M parameters (SmolLM2-135M-Instruct; 3D-MoLM's own "
-    "weights cannot be measured here): along a text, the most likely next token was bf16's at 92.6% (int8) and 65.0% "
-    "(int4) of the positions, and greedy answers kept 47.0% (int8) and 14.1% (int4) of bf16's tokens up to their "
-    "first difference: int4 changes the answers. bf16 with the official decoding stays the default.")
+    "int4 wrote a 128-token description in 34 s against bf16's 114 s and a 16-token property answer in 6.9 s, its "
+    "first words after 4.4 s, in at most 6.3 GiB of memory against bf16's 21.4; int8 wrote that answer in 6.9 s in "
+    "8.5 GiB, and gave a new question's first token after 7.6 s (bf16: 7.6 s). Neither keeps the model's answers: "
+    "measured on a trained Llama of 135M parameters (SmolLM2-135M-Instruct; 3D-MoLM's own weights cannot be "
+    "measured here), the most likely next token along a text was bf16's at 92.6% (int8) and 73.1% (int4) of the "
+    "positions, and greedy answers kept 52.2% (int8) and 19.1% (int4) of bf16's tokens up to their first difference. "
+    "bf16, the default, is the faithful option, with the official decoding.")
 UTF8_MAX_BYTES = 4  # a file over MAX_INPUT_CHARS * 4 bytes cannot be MAX_INPUT_CHARS characters: not read at all
 
 

@@ -102,6 +102,10 @@ MUTANTS = (
            "while loading)", "apps/molm3d/llm.py", "            del model\n            release_memory()",
            "            kept = model  # noqa: F841\n            release_memory()",
            ("tests/molm3d/test_quantize.py::test_int4s_second_load_starts_after_the_first_model_is_freed_and_its_memory_given_back",)),
+    Mutant("molm3d-gpu-dynamic-cache", "on a GPU 3D-MoLM decodes with a static KV cache (CUDA graphs; docs/demos.md)",
+           "apps/molm3d/pipeline.py", 'prefilled = {"cache_implementation": "static"} if self.static_cache else',
+           "prefilled = {} if self.static_cache else",
+           ("tests/molm3d/test_pipeline.py::test_the_static_cache_path_a_gpu_decodes_with_gives_the_same_answers",)),
     Mutant("llama-loaded-whole-then-quantised", "3D-MoLM's quantised load streams the shards (BENCHMARKS.md: "
            "4.8 GiB while loading, int4)", "apps/molm3d/llm.py",
            "    if quantization:\n        model = _load_quantized(", "    if False:\n        model = _load_quantized(",
