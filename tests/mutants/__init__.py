@@ -123,7 +123,8 @@ MUTANTS = (
            ("tests/hub/test_limits.py::test_a_declared_body_over_the_budget_is_refused_before_it_is_read",)),
     Mutant("beams-run-the-prompt-each", "the official 5-beam decoding runs each prompt once, then copies its KV cache "
            "to the beams (BENCHMARKS.md, 3D-MoLM at full size)", "apps/molm3d/pipeline.py",
-           "        prefilled = self._prefill(embeds, mask,", "        prefilled = (lambda *a: {})(embeds, mask,",
+           "if self.static_cache else self._prefill(\n            embeds, mask,",
+           "if self.static_cache else (lambda *a: {})(\n            embeds, mask,",
            ("tests/molm3d/test_pipeline.py::test_official_beams_run_each_prompt_once_for_the_same_answers",)),
     Mutant("a-check-imports-torch", "the first call is as good as the hundredth: nothing a request passes through "
            "before it is queued imports torch (docs/deploying.md)", "apps/tag2text/checks.py",
