@@ -152,16 +152,16 @@ def _round_int4(grouped: torch.Tensor, importance: torch.Tensor | None) -> tuple
     low, high = grouped.amin(dim=-1, keepdim=True), grouped.amax(dim=-1, keepdim=True)
     best = None
     for ratio in CLIP_RATIOS if importance is not None else (1.0,):
-        scale = ((high - low) * ratio / 15).clamp(min=1e-12)
-        codes = torch.round((grouped - low * ratio) / scale).clamp(0, 15)
+        scale, lowest = ((high - low) * ratio / 15).clamp(min=1e-12), low * ratio
+        codes = torch.round((grouped - lowest) / scale).clamp(0, 15)
         if importance is None:
-            return codes.to(torch.int32), scale, low * ratio
-        error = (((codes * scale + low * ratio - grouped) ** 2) * importance).sum(dim=-1, keepdim=True)
+            return codes.to(torch.int32), scale, lowest
+        error = (((codes * scale + lowest - grouped) ** 2) * importance).sum(dim=-1, keepdim=True)
         if best is None:
-            best = [codes, scale, low * ratio, error]
+            best = [codes, scale, lowest, error]
             continue
         better = error < best[3]
-        for i, value in enumerate((codes, scale, low * ratio, error)):
+        for i, value in enumerate((codes, scale, lowest, error)):
             best[i] = torch.where(better, value, best[i])
     return best[0].to(torch.int32), best[1], best[2]
 
@@ -215,7 +215,7 @@ def input_statistics(model: nn.Module, run: Callable[[nn.Module], object]) -> di
     def record(name: str):
         def hook(module: nn.Module, args: tuple, output: torch.Tensor) -> None:
             x = args[0].detach().float().reshape(-1, args[0].shape[-1])
-            total, rows = found.get(name, (torch.zeros(x.shape[1], device=x.device), 0))
+            total, rows = found.get(name, (0, 0))
             found[name] = (total + (x * x).sum(dim=0), rows + x.shape[0])
         return hook
 
