@@ -7,9 +7,10 @@ features, which Llama-sized models have and which int8 activations would clip, p
 
 Decoding reads every weight once per new token for a few rows (one per beam), so it is bound by the bytes read: the
 packed kernels read 2x (int8) or 4x (int4) fewer than bf16. A long prompt (many rows) is bound by arithmetic, where the
-packed kernels are slower than bf16's: there an int8 layer widens its weight to the activations' dtype a tile at a
-time, into a buffer it reuses (the same products, within a few percent of bf16's time), and an int4 layer still runs
-its kernel (unpacking costs as much). BENCHMARKS.md measures both on Llama-2-7B's shape.
+packed kernels are slower than bf16's: there a layer widens its weight to the activations' dtype a tile at a time,
+into a buffer its thread reuses, and multiplies in that dtype (int8: within a few percent of bf16's time; int4, which
+unpacks two codes a byte and applies a scale and a zero per group, about 16 ms more per Llama-2-7B MLP weight, where
+its kernel took 2.4x bf16's time). BENCHMARKS.md measures both on Llama-2-7B's shape.
 
 int4 may be calibrated (``statistics``: each layer's inputs over a short calibration text, ``input_statistics``), as
 AWQ does: a weight column whose input channel is large is scaled up before rounding (by ``rms(x) ** 0.5``) and the
@@ -20,6 +21,7 @@ channel's mean square). BENCHMARKS.md ("on a trained Llama") measures each choic
 
 from __future__ import annotations
 
+import functools
 import threading
 from collections.abc import Callable, Iterable
 
@@ -34,10 +36,16 @@ PACKED_ROWS = 16  # up to this many rows (tokens x beams) an int8 layer runs the
 # 37 (bf16 itself: 7.3, 16.7, 33.3 ms)
 AWQ_POWER = 0.5  # int4's scale per input channel: rms(x) ** 0.5, normalised (AWQ's usual optimum)
 CLIP_RATIOS = (1.0, 0.95, 0.9, 0.85, 0.8)  # int4: each group's range shrunk by these, the least costly kept
+ROUND_ROWS = 1024  # int4 rounds (and calibrated, searches each group's range for) this many output rows at a time
 WIDEN_ROWS = 1024  # a long prompt widens an int8 weight this many output rows at a time, into a buffer each thread
 # keeps: a Llama-2-7B MLP weight for 150 rows then costs 35.5 ms against bf16's 32.9 (widening it whole into new
 # memory, 61 ms: allocating and first touching 90 MB costs more than the conversion)
 INT4_GROUPS = (128, 64, 32)  # group sizes the int4 kernel takes, the largest that divides a layer's width wins
+INT4_PACKED_ROWS = 56  # up to this many rows an int4 layer runs its kernel, beyond them it widens its weight: on a
+# Llama-2-7B MLP weight 48 rows take 25.9 ms in the kernel against 29.8 widened, 64 rows 35.6 against 30.8, 150 rows
+# 79.8 against 53.1 (bf16: 13.0, 16.2, 32.6 ms)
+INT4_BLOCK = 64  # PyTorch's int4 CPU packing: 64 outputs a block, for each input 32 bytes, byte i holding output i in
+# its low nibble and output 32 + i in its high one (``_int4_layout_known`` checks that this PyTorch packs so)
 
 
 def unsupported(mode: str) -> str | None:
@@ -45,9 +53,9 @@ def unsupported(mode: str) -> str | None:
     if mode == "none":
         return None
     try:
-        layer = nn.Linear(64, 32, bias=True).to(torch.bfloat16)
+        layer = nn.Linear(64, INT4_BLOCK, bias=True).to(torch.bfloat16)
         quantized = quantize_linear(layer, mode)
-        x = torch.ones(PACKED_ROWS + 1, 64, dtype=torch.bfloat16)
+        x = torch.ones(max(PACKED_ROWS, INT4_PACKED_ROWS) + 1, 64, dtype=torch.bfloat16)
         for rows in (x[:1], x):  # both paths: the packed kernel, and a long prompt's
             if quantized is None or not torch.isfinite(quantized(rows)).all():
                 return f"{mode} gives no finite result on this CPU"
@@ -91,25 +99,31 @@ class Int4Linear(nn.Module):
 
     def __init__(self, linear: nn.Linear, group: int, statistics: torch.Tensor | None = None):
         super().__init__()
-        weight = linear.weight.detach().float()
+        weight = linear.weight.detach()
         n, k = weight.shape
+        dtype = linear.weight.dtype
         self.in_features, self.out_features, self.group = k, n, group
         scale_in, importance = None, None
         if statistics is not None:
-            mean_square = statistics.to(weight.device).clamp(min=1e-10)
+            mean_square = statistics.to(weight.device).float().clamp(min=1e-10)
             scale_in = mean_square ** (AWQ_POWER / 2)
             scale_in = scale_in / (scale_in.max() * scale_in.min()).sqrt()
-            weight = weight * scale_in
             importance = (mean_square / scale_in ** 2).reshape(1, k // group, group)  # of the scaled weight's error
-        # in blocks of rows: the range search's copies stay small at 7B sizes
-        blocks = [_round_int4(weight[start:start + 1024].reshape(-1, k // group, group), importance)
-                  for start in range(0, n, 1024)]
-        codes, scale, low = (torch.cat(parts) for parts in zip(*blocks, strict=True))
-        codes = codes.reshape(n, k)
-        self.register_buffer("weight_int4", torch._convert_weight_to_int4pack_for_cpu(codes, 1))
-        scales_and_zeros = torch.stack([scale[..., 0], (low + 8 * scale)[..., 0]], dim=-1)  # [n, groups, 2]
-        dtype = linear.weight.dtype
-        self.register_buffer("scales_and_zeros", scales_and_zeros.transpose(0, 1).contiguous().to(dtype))
+        packed = torch.empty(n, k // 2, dtype=torch.uint8, device=weight.device)
+        scales_and_zeros = torch.empty(k // group, n, 2, dtype=dtype, device=weight.device)
+        # ROUND_ROWS rows at a time, each block packed on its own (PyTorch packs 64 rows a block): a 7B MLP weight's
+        # float copy and int32 codes (360 MB) are never made whole
+        for start in range(0, n, ROUND_ROWS):
+            block = weight[start:start + ROUND_ROWS].float()
+            if scale_in is not None:
+                block = block * scale_in
+            codes, scale, low = _round_int4(block.reshape(-1, k // group, group), importance)
+            packed[start:start + block.shape[0]] = torch._convert_weight_to_int4pack_for_cpu(
+                codes.reshape(block.shape), 1)
+            scales_and_zeros[:, start:start + block.shape[0]] = torch.cat([scale, low + 8 * scale], dim=-1)\
+                .transpose(0, 1).to(dtype)
+        self.register_buffer("weight_int4", packed)
+        self.register_buffer("scales_and_zeros", scales_and_zeros)
         self.register_buffer("input_scale", None if scale_in is None else (1 / scale_in).to(dtype))
         self.bias = linear.bias
 
@@ -117,7 +131,11 @@ class Int4Linear(nn.Module):
         rows = x.reshape(-1, self.in_features)
         if self.input_scale is not None:
             rows = rows * self.input_scale.to(x.dtype)
-        y = torch._weight_int4pack_mm_for_cpu(rows, self.weight_int4, self.group, self.scales_and_zeros.to(x.dtype))
+        if rows.shape[0] > INT4_PACKED_ROWS and self.out_features % INT4_BLOCK == 0 and _int4_layout_known():
+            y = _widened_int4_mm(rows, self.weight_int4, self.scales_and_zeros, self.group)
+        else:
+            y = torch._weight_int4pack_mm_for_cpu(rows, self.weight_int4, self.group,
+                                                  self.scales_and_zeros.to(x.dtype))
         if self.bias is not None:
             y = y + self.bias
         return y.reshape(*x.shape[:-1], self.out_features)
@@ -126,16 +144,22 @@ class Int4Linear(nn.Module):
 _scratch = threading.local()  # per thread: requests may run the model in threads of their own
 
 
+def _buffer(name: str, numel: int, dtype: torch.dtype, device: torch.device) -> torch.Tensor:
+    """A flat buffer of ``numel`` elements that this thread keeps between calls (grown when a call needs more)."""
+    buffer = getattr(_scratch, name, None)
+    if buffer is None or buffer.numel() < numel or buffer.dtype != dtype or buffer.device != device:
+        kept = 0 if buffer is None or buffer.dtype != dtype else buffer.numel()
+        with torch.inference_mode(False):  # a plain tensor, which calls in and out of inference mode may both fill
+            buffer = torch.empty(max(numel, kept), dtype=dtype, device=device)
+        setattr(_scratch, name, buffer)
+    return buffer[:numel]
+
+
 def _widened_mm(rows: torch.Tensor, weight_int8: torch.Tensor) -> torch.Tensor:
     """``rows @ weight_int8.T`` in ``rows``' dtype, the weight widened ``WIDEN_ROWS`` output rows at a time into a
     buffer this thread keeps (see ``WIDEN_ROWS``)."""
     n, k = weight_int8.shape
-    size = min(n, WIDEN_ROWS) * k
-    buffer = getattr(_scratch, "buffer", None)
-    if buffer is None or buffer.numel() < size or buffer.dtype != rows.dtype or buffer.device != rows.device:
-        with torch.inference_mode(False):  # a plain tensor, which calls in and out of inference mode may both fill
-            buffer = _scratch.buffer = torch.empty(max(size, 0 if buffer is None else buffer.numel()),
-                                                   dtype=rows.dtype, device=rows.device)
+    buffer = _buffer("widened", min(n, WIDEN_ROWS) * k, rows.dtype, rows.device)
     out = torch.empty(rows.shape[0], n, dtype=rows.dtype, device=rows.device)
     for start in range(0, n, WIDEN_ROWS):
         tile = weight_int8[start:start + WIDEN_ROWS]
@@ -143,6 +167,49 @@ def _widened_mm(rows: torch.Tensor, weight_int8: torch.Tensor) -> torch.Tensor:
         widened.copy_(tile)
         torch.mm(rows, widened.t(), out=out[:, start:start + tile.shape[0]])
     return out
+
+
+def _widened_int4_mm(rows: torch.Tensor, packed: torch.Tensor, scales_and_zeros: torch.Tensor,
+                     group: int) -> torch.Tensor:
+    """``rows @ W.T`` in ``rows``' dtype for an int4 layer's ``packed`` weight (``INT4_BLOCK``'s layout), ``W.T``
+    widened ``WIDEN_ROWS`` output columns at a time into buffers this thread keeps: each half byte's codes copied to
+    their place, then ``code * scale + (zero - 8 * scale)`` per group (as the kernel computes them)."""
+    n, k = packed.shape[0], packed.shape[1] * 2
+    widened_all = _buffer("widened", min(n, WIDEN_ROWS) * k, rows.dtype, rows.device)
+    codes_all = _buffer("codes", min(n, WIDEN_ROWS) * k // 2, torch.uint8, rows.device)
+    out = torch.empty(rows.shape[0], n, dtype=rows.dtype, device=rows.device)
+    for start in range(0, n, WIDEN_ROWS):
+        width = min(WIDEN_ROWS, n - start)
+        blocks = packed[start:start + width].view(width // INT4_BLOCK, k, INT4_BLOCK // 2)
+        codes = codes_all[:blocks.numel()].view(blocks.shape)
+        widened = widened_all[:width * k].view(k, width)  # W.T's columns start .. start + width
+        halves = widened.view(k, width // INT4_BLOCK, 2, INT4_BLOCK // 2)
+        torch.bitwise_and(blocks, 15, out=codes)
+        halves[:, :, 0].copy_(codes.permute(1, 0, 2))
+        torch.bitwise_right_shift(blocks, 4, out=codes)
+        halves[:, :, 1].copy_(codes.permute(1, 0, 2))
+        part = scales_and_zeros[:, start:start + width].to(rows.dtype)  # [groups, width, 2]
+        scale = part[..., 0].contiguous()
+        grouped = widened.view(k // group, group, width)
+        torch.addcmul((part[..., 1] - 8 * scale)[:, None], grouped, scale[:, None], out=grouped)
+        torch.mm(rows, widened, out=out[:, start:start + width])
+    return out
+
+
+@functools.cache
+def _int4_layout_known() -> bool:
+    """Whether this PyTorch packs int4 weights as ``INT4_BLOCK`` says, so that ``_widened_int4_mm`` reads them right:
+    a packed 128 x 64 layer of known codes, widened through the identity, must give its codes back (else int4 layers
+    always run the kernel)."""
+    codes = torch.randint(0, 16, (128, 64), dtype=torch.int32, generator=torch.Generator().manual_seed(0))
+    packed = torch._convert_weight_to_int4pack_for_cpu(codes, 1)
+    identity = torch.eye(64, dtype=torch.bfloat16)
+    scales_and_zeros = torch.tensor([1.0, 8.0], dtype=torch.bfloat16).expand(1, 128, 2)  # weight = code
+    try:
+        widened = _widened_int4_mm(identity, packed, scales_and_zeros, 64)
+    except RuntimeError:  # another shape of packed tensor
+        return False
+    return torch.equal(widened.t().to(torch.int32), codes)
 
 
 def _round_int4(grouped: torch.Tensor, importance: torch.Tensor | None) -> tuple[torch.Tensor, ...]:

@@ -22,14 +22,15 @@ def explicit_int4(weight: torch.Tensor, group: int) -> torch.Tensor:
 
 
 @pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float32])
-@pytest.mark.parametrize("rows", [1, quantize.PACKED_ROWS + 5])  # the packed kernel, and a long prompt's path
+# the packed kernels, int8's long prompt (widened), int4's long prompt (widened)
+@pytest.mark.parametrize("rows", [1, quantize.PACKED_ROWS + 5, quantize.INT4_PACKED_ROWS + 5])
 def test_int8_and_int4_layers_compute_what_their_codes_stand_for(dtype, rows):
     torch.manual_seed(0)
-    linear = nn.Linear(256, 96).to(dtype)
+    linear = nn.Linear(256, 192).to(dtype)
     x = torch.randn(2, rows, 256, dtype=dtype)
     int8 = quantize.quantize_linear(linear, "int8")
     expected = nn.functional.linear(x.float(), int8.dequantized(), linear.bias.float())
-    assert int8(x).shape == (2, rows, 96) and int8(x).dtype == dtype
+    assert int8(x).shape == (2, rows, 192) and int8(x).dtype == dtype
     torch.testing.assert_close(int8(x).float(), expected, rtol=2e-2, atol=2e-2)
     int4 = quantize.quantize_linear(linear, "int4")
     assert int4.group == 128
@@ -181,12 +182,12 @@ def test_a_long_prompt_widens_int8_tile_by_tile_into_one_buffer_per_thread(monke
         x = torch.randn(rows, 64)
         expected = nn.functional.linear(x, int8.dequantized(), int8.bias)
         torch.testing.assert_close(int8(x), expected, rtol=1e-5, atol=1e-5)
-    buffer = quantize._scratch.buffer
+    buffer = quantize._scratch.widened
     assert buffer.numel() == 32 * 64
     int8(torch.randn(rows, 64))
-    assert quantize._scratch.buffer is buffer
+    assert quantize._scratch.widened is buffer
     seen = []
-    thread = threading.Thread(target=lambda: (int8(torch.randn(rows, 64)), seen.append(quantize._scratch.buffer)))
+    thread = threading.Thread(target=lambda: (int8(torch.randn(rows, 64)), seen.append(quantize._scratch.widened)))
     thread.start()
     thread.join()
     assert seen and seen[0] is not buffer and seen[0].data_ptr() != buffer.data_ptr()
@@ -194,6 +195,61 @@ def test_a_long_prompt_widens_int8_tile_by_tile_into_one_buffer_per_thread(monke
         monkeypatch.setattr(quantize, "_scratch", threading.local())
         int8(torch.randn(rows, 64))
     torch.testing.assert_close(int8(x), nn.functional.linear(x, int8.dequantized(), int8.bias), rtol=1e-5, atol=1e-5)
+
+
+def test_a_long_prompt_widens_int4_tile_by_tile_and_a_short_one_runs_the_kernel(monkeypatch):
+    """The speed claim of int4 (BENCHMARKS.md: a new question's first token): up to ``INT4_PACKED_ROWS`` rows run
+    PyTorch's int4 kernel, more rows unpack the packed weight ``WIDEN_ROWS`` outputs at a time (here 128 of 192 and
+    320) into buffers the thread keeps and give the kernel's products; a layer whose outputs fill no 64-output block
+    (80 here) runs the kernel at any length."""
+    import threading
+
+    calls = []
+    kernel = torch._weight_int4pack_mm_for_cpu
+
+    def counted(*args):
+        calls.append(args[0].shape[0])
+        return kernel(*args)
+
+    monkeypatch.setattr(quantize, "WIDEN_ROWS", 128)
+    monkeypatch.setattr(quantize, "_scratch", threading.local())
+    monkeypatch.setattr(torch, "_weight_int4pack_mm_for_cpu", counted)
+    torch.manual_seed(0)
+    long, short = quantize.INT4_PACKED_ROWS + 1, quantize.INT4_PACKED_ROWS
+    for outputs in (192, 320):  # a last tile of 64 outputs, and whole tiles plus one of 64
+        int4 = quantize.quantize_linear(nn.Linear(256, outputs).to(torch.bfloat16), "int4")
+        x = torch.randn(long, 256, dtype=torch.bfloat16)
+        widened = int4(x)
+        assert calls == [], "a long prompt must not run the int4 kernel"
+        expected = kernel(x, int4.weight_int4, int4.group, int4.scales_and_zeros) + int4.bias
+        torch.testing.assert_close(widened, expected, rtol=1e-2, atol=2e-2)
+        int4(x[:short])
+        assert calls == [short]
+        calls.clear()
+    buffers = quantize._scratch.widened, quantize._scratch.codes
+    assert buffers[0].numel() == 128 * 256 and buffers[1].numel() == 128 * 128
+    int4(torch.randn(long, 256, dtype=torch.bfloat16))
+    assert (quantize._scratch.widened, quantize._scratch.codes) == buffers  # no new memory at the next prompt
+    odd = quantize.quantize_linear(nn.Linear(256, 80).to(torch.bfloat16), "int4")
+    odd(torch.randn(long, 256, dtype=torch.bfloat16))
+    assert calls == [long]
+
+
+def test_a_pytorch_that_packs_int4_otherwise_runs_the_kernel_for_long_prompts(monkeypatch):
+    """Widening reads PyTorch's packed layout (``INT4_BLOCK``); a PyTorch that packs differently is found by
+    ``_int4_layout_known`` (a known layer packed and read back), and its int4 layers then run the kernel."""
+    assert quantize._int4_layout_known.__wrapped__()  # this PyTorch packs as INT4_BLOCK says
+    packing = torch._convert_weight_to_int4pack_for_cpu
+    monkeypatch.setattr(torch, "_convert_weight_to_int4pack_for_cpu",
+                        lambda codes, tiles: packing(codes.flip(0), tiles).flip(0))  # the same bytes, rows reversed
+    assert not quantize._int4_layout_known.__wrapped__()
+    calls = []
+    kernel = torch._weight_int4pack_mm_for_cpu
+    monkeypatch.setattr(quantize, "_int4_layout_known", lambda: False)
+    monkeypatch.setattr(torch, "_weight_int4pack_mm_for_cpu", lambda *args: calls.append(1) or kernel(*args))
+    int4 = quantize.quantize_linear(nn.Linear(64, 64).to(torch.bfloat16), "int4")
+    int4(torch.randn(quantize.INT4_PACKED_ROWS + 1, 64, dtype=torch.bfloat16))
+    assert calls == [1]
 
 
 def test_input_statistics_are_each_channels_mean_square_over_the_calibration_run():
