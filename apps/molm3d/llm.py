@@ -17,6 +17,7 @@ import torch
 from torch import nn
 
 LORA_ALPHA = 32
+MERGE_ROWS = 1024
 LORA_TARGETS = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
 _LORA_KEY = re.compile(r"^(?:base_model\.model\.)?(model\.layers\.\d+\.(?:self_attn|mlp)\.(\w+))\.lora_([AB])"
                        r"(?:\.default)?\.weight$")
@@ -46,9 +47,14 @@ def merge_lora(model: nn.Module, pairs: dict[str, tuple[torch.Tensor, torch.Tens
 
 
 def lora_merged(weight: torch.Tensor, a: torch.Tensor, b: torch.Tensor, alpha: float = LORA_ALPHA) -> torch.Tensor:
-    """``weight + B @ A * alpha / r``, computed in fp32, in ``weight``'s dtype."""
-    delta = (b.float().to(weight.device) @ a.float().to(weight.device)) * (alpha / a.shape[0])
-    return (weight.float() + delta).to(weight.dtype)
+    """``weight + B @ A * alpha / r``, computed in fp32, in ``weight``'s dtype, ``MERGE_ROWS`` rows at a time (a 7B
+    MLP weight's fp32 copies, 540 MB whole, are never made: the quantised load's peak)."""
+    a, b = a.float().to(weight.device), b.float().to(weight.device)
+    merged = torch.empty_like(weight)
+    for start in range(0, weight.shape[0], MERGE_ROWS):
+        rows = slice(start, start + MERGE_ROWS)
+        merged[rows] = (weight[rows].float() + (b[rows] @ a) * (alpha / a.shape[0])).to(weight.dtype)
+    return merged
 
 
 @torch.no_grad()

@@ -134,6 +134,7 @@ class MoLM3DPipeline(Pipeline):
         self.static_cache = str(device).startswith("cuda") if static_cache is None else static_cache
         self._prefixes: OrderedDict[tuple[int, ...], Any] = OrderedDict()  # prompt starts -> KV cache (_prefill)
         self._prefix_lock = threading.Lock()
+        self._preamble: tuple[tuple[int, ...], Any] | None = None  # the template's preamble, every prompt's start
 
     @classmethod
     def from_pretrained(cls, path: str | Path, *, device: str = "cpu", dtype: torch.dtype = torch.float32,
@@ -179,9 +180,13 @@ class MoLM3DPipeline(Pipeline):
 
         requests = [(instruction, conf.featurize(smiles, seed=conf.DEFAULT_SEED))
                     for instruction, smiles in calibration_requests()]
-        prompts = [self._inputs([c], [build_prompt(instruction, c.smiles)]) for instruction, c in requests]
-        return input_statistics(self.llm, lambda llm: [llm(inputs_embeds=embeds, attention_mask=mask)
-                                                       for embeds, mask in prompts])
+
+        def run(llm) -> None:  # one prompt at a time, nothing kept (ten prompts' KV caches: about 1 GB at 7B)
+            for instruction, c in requests:
+                embeds, mask = self._inputs([c], [build_prompt(instruction, c.smiles)])
+                llm(inputs_embeds=embeds, attention_mask=mask, use_cache=False)
+
+        return input_statistics(self.llm, run)
 
     def __call__(self, molecule, question: str | None = None, task: str | None = None, *,
                  seed: int | None = conf.DEFAULT_SEED, decoding: str = "official", num_beams: int | None = None,
@@ -289,29 +294,38 @@ class MoLM3DPipeline(Pipeline):
 
     def _shared_prefix(self, embeds: torch.Tensor, mask: torch.Tensor, positions: torch.Tensor, instruction: str,
                        ids: list[int]) -> tuple[Any, int]:
-        """A copy of the KV cache of the prompt's tokens up to its molecule (computed once per instruction, the
-        last ``PREFIX_CACHE_SIZE`` kept), and how many tokens it holds."""
+        """A copy of the KV cache of the prompt's tokens up to its molecule, and how many tokens it holds: computed
+        once per instruction (the last ``PREFIX_CACHE_SIZE`` kept) from the preamble's, which every prompt shares
+        and which is computed once and kept, so a question the server has not seen runs only its own tokens."""
         before, between, _ = PROMPT_TEMPLATE.split("{}")
-        head = self.tokenizer.encode(before + instruction + between.rstrip())
-        length = 0
-        for a, b in zip(head, ids[:-1], strict=False):  # the prompt's own tokens (a boundary may merge), not its last
-            if a != b:
-                break
-            length += 1
+        length = _common_length(self.tokenizer.encode(before + instruction + between.rstrip()), ids)
         key = tuple(ids[:length])  # the very tokens, so an instruction never reuses another's cache
         with self._prefix_lock:
             stored = self._prefixes.get(key)
             if stored is not None:
                 self._prefixes.move_to_end(key)
+            preamble = self._preamble
         if stored is None:
-            name = _cache_argument(self.llm.model)
-            stored = self.llm.model(inputs_embeds=embeds[:, :length], attention_mask=mask[:, :length],
-                                    position_ids=positions[:, :length], use_cache=True)[name]
+            shared = _common_length(self.tokenizer.encode(before.rstrip()), ids[:length + 1])
+            if shared and (preamble is None or preamble[0] != tuple(ids[:shared])):
+                preamble = (tuple(ids[:shared]), self._extend(None, embeds, mask, positions, 0, shared))
+                with self._prefix_lock:
+                    self._preamble = preamble
+            stored = copy.deepcopy(preamble[1]) if shared else None
+            if length > shared:
+                stored = self._extend(stored, embeds, mask, positions, shared, length)
             with self._prefix_lock:
                 self._prefixes[key] = stored
                 while len(self._prefixes) > PREFIX_CACHE_SIZE:
                     self._prefixes.popitem(last=False)
         return copy.deepcopy(stored), length  # generate appends to the cache it is given
+
+    def _extend(self, cache, embeds: torch.Tensor, mask: torch.Tensor, positions: torch.Tensor, start: int,
+                end: int):
+        """``cache`` (the KV cache of the prompt's first ``start`` tokens, or None) run on to ``end`` tokens."""
+        name = _cache_argument(self.llm.model)
+        return self.llm.model(inputs_embeds=embeds[:, start:end], attention_mask=mask[:, :end],
+                              position_ids=positions[:, start:end], use_cache=True, **{name: cache})[name]
 
     def _inputs(self, confs, prompts) -> tuple[torch.Tensor, torch.Tensor]:
         """Left-padded prompt embeddings with the 8 ``<mol>`` rows replaced by the projected Q-Former output."""
@@ -341,6 +355,17 @@ def load_language_model(folder: Path, lora: dict[str, torch.Tensor], tokenizer, 
         return MoLM3DPipeline(encoder, llm, tokenizer, device, dtype).input_statistics()
 
     return load_llama(folder, lora, len(tokenizer), device, dtype, quantization, seed, calibrate)
+
+
+def _common_length(head: list[int], ids: list[int]) -> int:
+    """How many first tokens ``head`` and ``ids`` share, never ``ids``' last (a text boundary may merge tokens, and
+    the prompt's last token is ``generate``'s to run)."""
+    length = 0
+    for a, b in zip(head, ids[:-1], strict=False):
+        if a != b:
+            break
+        length += 1
+    return length
 
 
 def _cache_argument(model) -> str:

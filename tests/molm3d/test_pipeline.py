@@ -121,28 +121,32 @@ def test_official_beams_run_each_prompt_once_for_the_same_answers(tiny_pipe):
 
 
 def test_one_molecule_starts_from_the_stored_start_of_its_prompt_for_the_same_answers(tiny_pipe):
-    """One molecule: the prompt's start (the preamble and the instruction) runs once per instruction and is kept; the
-    next molecule asked the same runs only its own part, and every answer is, token for token, that of ``generate``
-    given the whole prompt; an instruction never reuses another's start; at most PREFIX_CACHE_SIZE are kept."""
+    """One molecule: the prompt's start (the preamble and the instruction) runs once per instruction and is kept, the
+    preamble, which every prompt shares, once in all; the next molecule asked the same runs only its own part, and
+    every answer is, token for token, that of ``generate`` given the whole prompt; an instruction never reuses
+    another's start; at most PREFIX_CACHE_SIZE are kept."""
     from apps.molm3d.pipeline import PREFIX_CACHE_SIZE
 
     tiny_pipe._prefixes.clear()
+    tiny_pipe._preamble = None
     calls, rows = [], []
     generate = tiny_pipe.llm.generate
     tiny_pipe.llm.generate = lambda **kw: calls.append(kw) or generate(**kw)
     hook = tiny_pipe.llm.model.layers[0].register_forward_pre_hook(lambda m, args: rows.append(args[0].shape[1]))
     answers = []
     try:
-        for molecule, task, beams in ((ASPIRIN, "logp", 5), ("CCO", "logp", 5), (ASPIRIN, "caption", 1),
-                                      (CAFFEINE, "caption", 1)):
+        for i, (molecule, task, beams) in enumerate(((ASPIRIN, "logp", 5), ("CCO", "logp", 5), (ASPIRIN, "caption", 1),
+                                                     (CAFFEINE, "caption", 1))):
             rows.clear()
             answers.append(tiny_pipe(molecule, task=task, num_beams=beams, max_new_tokens=6, min_new_tokens=6))
             prompt = calls[-1]["inputs_embeds"].shape[1]
             prefill = [r for r in rows if r > 1]
             stored = max(len(k) for k in tiny_pipe._prefixes if k == tuple(tiny_pipe.tokenizer.encode(
                 answers[-1].prompt)[:len(k)]))
-            first = molecule == ASPIRIN  # each instruction's first molecule
-            assert prefill == [stored] * first + [prompt - 1 - stored] and 0 < stored < prompt - 1
+            preamble = len(tiny_pipe._preamble[0])
+            first = molecule == ASPIRIN  # each instruction's first molecule: its start from the preamble's
+            assert prefill == [preamble] * (i == 0) + [stored - preamble] * first + [prompt - 1 - stored]
+            assert 0 < preamble < stored < prompt - 1
     finally:
         hook.remove()
         del tiny_pipe.llm.generate

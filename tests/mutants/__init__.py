@@ -88,8 +88,16 @@ MUTANTS = (
            ("tests/shared/test_quantize.py::test_a_short_prompt_runs_int8s_packed_kernel_and_a_long_one_widens_the_weight",)),
     Mutant("int8-widened-into-new-memory", "a long prompt widens int8 weights into a buffer its thread keeps "
            "(BENCHMARKS.md: a new question's first token)", "shared/quantize.py",
-           '    buffer = getattr(_scratch, "buffer", None)\n', "    buffer = None\n",
+           "    buffer = getattr(_scratch, name, None)\n", "    buffer = None\n",
            ("tests/shared/test_quantize.py::test_a_long_prompt_widens_int8_tile_by_tile_into_one_buffer_per_thread",)),
+    Mutant("int4-never-widened", "a long prompt widens int4 weights a tile at a time instead of running the int4 "
+           "kernel (BENCHMARKS.md: a new question's first token)", "shared/quantize.py",
+           "        if rows.shape[0] > INT4_PACKED_ROWS and", "        if False and",
+           ("tests/shared/test_quantize.py::test_a_long_prompt_widens_int4_tile_by_tile_and_a_short_one_runs_the_kernel",)),
+    Mutant("int4-halves-swapped", "widening reads PyTorch's int4 packing right (low nibble output i, high 32 + i)",
+           "shared/quantize.py", "        halves[:, :, 0].copy_(codes.permute(1, 0, 2))",
+           "        halves[:, :, 1].copy_(codes.permute(1, 0, 2))",
+           ("tests/shared/test_quantize.py::test_a_pytorch_that_packs_int4_otherwise_runs_the_kernel_for_long_prompts",)),
     Mutant("int4-calibration-ignored", "calibrated int4 scales the large input channels (AWQ; BENCHMARKS.md, on a "
            "trained Llama)", "shared/quantize.py", "        if statistics is not None:\n            mean_square",
            "        if False:\n            mean_square",
@@ -114,6 +122,11 @@ MUTANTS = (
     Mutant("prompt-start-not-reused", "a molecule's prompt starts from the stored KV cache of its preamble and "
            "instruction (BENCHMARKS.md, 3D-MoLM at full size)", "apps/molm3d/pipeline.py",
            "            stored = self._prefixes.get(key)\n", "            stored = None\n",
+           ("tests/molm3d/test_pipeline.py::test_one_molecule_starts_from_the_stored_start_of_its_prompt_for_the_same_"
+            "answers",)),
+    Mutant("preamble-not-reused", "a question the server has not seen runs only its own tokens: the preamble every "
+           "prompt shares is computed once and kept (BENCHMARKS.md, 3D-MoLM at full size)", "apps/molm3d/pipeline.py",
+           "            preamble = self._preamble\n", "            preamble = None\n",
            ("tests/molm3d/test_pipeline.py::test_one_molecule_starts_from_the_stored_start_of_its_prompt_for_the_same_"
             "answers",)),
     Mutant("declared-body-read", "a declared body over its route's budget is refused before a byte is read "
