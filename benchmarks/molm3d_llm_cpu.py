@@ -14,13 +14,13 @@ tensor by tensor into an empty model, each Linear merged and quantised as it arr
 (LogP) at its token limit and at a real answer's 16 tokens, and a new free question (16 tokens), with the official
 decoding (5 beams) and the fast one (greedy), it measures: seconds until the first token is chosen (the conformer, the
 encoder and the prompt's prefill: a warm-up asks each request once about another molecule, so its prompt's start is
-stored, as on a hub in use, except for the new question, asked with nothing stored), until the first words are on
-the page (the first
-partial text, ``on_text``, after ``STREAM_EVERY`` tokens), per new token after the first, and for the whole answer; the
-process's peak memory while loading and in all, its resident memory once the model is ready, and the bytes the model
-pool counts. Agreement with bf16 and the official decoding: the answer's text (the same or not), and the top-1
-next-token agreement along bf16's official answer (teacher-forced: each option's most likely token at each position
-of that answer, compared with bf16's).
+stored, as on a hub in use, except for the new question, asked with only the preamble every prompt shares stored),
+until the first words are on the page (the first partial text, ``on_text``, after ``STREAM_EVERY`` tokens), per new
+token after the first, for the whole answer and the process's peak memory while it ran (VmHWM, started again before
+each answer); the process's peak memory while loading and in all, its resident memory once the model is ready, and
+the bytes the model pool counts. Agreement with bf16 and the official decoding: the answer's text (the same or not),
+and the top-1 next-token agreement along bf16's official answer (teacher-forced: each option's most likely token at
+each position of that answer, compared with bf16's).
 Random weights seldom choose the end of an answer, so most answers run to their token limit (the table counts the
 tokens written); they also make the top candidates near-ties, so answer-level agreement here is a pessimistic
 measure. The language model has Llama-2-7B's
@@ -34,7 +34,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import resource
 import subprocess
 import sys
 import tempfile
@@ -54,7 +53,8 @@ REQUESTS = {"description": dict(task="caption"), "property (LogP)": dict(task="l
             # decoding writes at least 16 tokens, and a number ends soon after; random weights never end, so capped
             "new question, 16 tokens": dict(question="Which functional groups does this molecule have?",
                                             max_new_tokens=16)}
-NEW = "new question, 16 tokens"  # asked with no stored prompt start: the first visitor to ask it
+NEW = "new question, 16 tokens"  # asked with no stored start of its own: the first visitor to ask it (the preamble
+# every prompt shares stays stored, as on a hub that has answered anything)
 OTHER_MOLECULE = "CN1C=NC2=C1C(=O)N(C(=O)N2C)C"  # caffeine: the warm-up asks every other request about it once
 DTYPES = {"bf16": torch.bfloat16, "fp32": torch.float32}
 WEIGHTS = ("bf16", "int8", "int4")  # the model's dtype (--dtype), then DEMOHUB_QUANTIZE's
@@ -147,9 +147,24 @@ def load(smoke: bool, dtype: torch.dtype, folder: Path, quantization: str | None
     return MoLM3DPipeline(encoder, llm, tokenizer, "cpu", dtype, quantization)
 
 
+def peak_bytes() -> int:
+    """This process's peak resident memory since it started or since ``restart_peak`` (VmHWM)."""
+    status = Path("/proc/self/status").read_text()
+    return int(next(line.split()[1] for line in status.splitlines() if line.startswith("VmHWM:"))) * 1024
+
+
+def restart_peak() -> int:
+    """Start the peak (VmHWM) again from the resident memory now; returns the peak up to here."""
+    peak = peak_bytes()
+    Path("/proc/self/clear_refs").write_text("5")  # VmHWM := VmRSS (Linux >= 4.0)
+    return peak
+
+
 def measure(pipe, request: dict, decoding: str) -> dict:
-    """One answer: when its first token was chosen, when its first words showed, its length, time and text."""
+    """One answer: when its first token was chosen, when its first words showed, its length, time, text and the
+    process's peak memory while it ran (the KV cache: five beams of a 7B Llama's hold about 0.5 MB a token each)."""
     marks: dict[str, float] = {}
+    before = restart_peak()
     start = time.perf_counter()
 
     def progress(step: int, total: int) -> None:
@@ -166,7 +181,8 @@ def measure(pipe, request: dict, decoding: str) -> dict:
     tokens = int(marks.get("tokens", 0))
     per_token = (whole - marks["first token"]) / max(1, tokens - 1)
     return {"first token": marks["first token"], "first words": marks.get("first words", whole),
-            "per token": per_token, "tokens": tokens, "whole": whole, "text": out.text}
+            "per token": per_token, "tokens": tokens, "whole": whole, "text": out.text, "peak": peak_bytes(),
+            "peak before": before}
 
 
 @torch.inference_mode()
@@ -203,7 +219,7 @@ def run_option(args: argparse.Namespace) -> dict:
     reference = json.loads(Path(args.reference).read_text()) if args.reference else {}
     pipe = load(args.smoke, DTYPES[args.dtype], Path(args.checkpoint), None if args.one == "bf16" else args.one)
     ready = time.perf_counter() - started
-    load_peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+    load_peak = peak_bytes()
     resident = resident_bytes()
     pool_bytes = estimate_bytes(pipe.llm)
     for kind, request in REQUESTS.items():  # warm-up: each instruction's prompt start stored, as on a hub in use
@@ -213,7 +229,7 @@ def run_option(args: argparse.Namespace) -> dict:
     for kind, request in REQUESTS.items():
         for decoding in ("official", "fast"):
             if kind == NEW:
-                pipe._prefixes.clear()  # the pipeline's stored prompt starts: this question comes first
+                pipe._prefixes.clear()  # the instructions' stored starts: this question comes first
             m = measure(pipe, request, decoding)
             m.update(request=kind, decoding=decoding, load=os.getloadavg()[0])
             rows.append(m)
@@ -225,7 +241,8 @@ def run_option(args: argparse.Namespace) -> dict:
             agree, total = agree + sum(a == b for a, b in zip(choices, wanted, strict=True)), total + len(wanted)
         reference.setdefault(kind, {"official": official, "top1": choices})
     return {"weights": args.one, "ready": ready, "seconds": time.perf_counter() - started, "load peak": load_peak,
-            "peak": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024, "resident": resident,
+            "peak": max([load_peak, peak_bytes(), *(r[key] for r in rows for key in ("peak", "peak before"))]),
+            "resident": resident,
             "pool bytes": pool_bytes, "rows": rows, "reference": reference,
             "top1": agree / total if total else None}
 
@@ -293,10 +310,10 @@ def main(argv: list[str] | None = None) -> int:
             rows.append([result["weights"], r["request"], r["decoding"], f"{r['first token']:.1f} s",
                          f"{r['first words']:.1f} s", f"{r['per token']:.2f} s", r["tokens"],
                          f"{r['whole']:.1f} s", f"{base['whole'] / r['whole']:.2f}×",
-                         " / ".join("yes" if x else "no" for x in same)])
+                         " / ".join("yes" if x else "no" for x in same), f"{r['peak'] / 2**30:.1f} GiB"])
     print_table(["weights", "request", "decoding", "first token chosen", "first words on the page", "per new token",
                  "new tokens", "whole answer", "vs bf16, same decoding",
-                 "same answer as bf16: same decoding / official"], rows)
+                 "same answer as bf16: same decoding / official", "peak memory while answering"], rows)
     return 0
 
 

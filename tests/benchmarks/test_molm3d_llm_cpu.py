@@ -39,4 +39,6 @@ def test_smoke_run_measures_every_option_request_and_decoding():
         first_token, first_words, _, tokens, whole = (float(re.match(r"[\d.]+", cell).group()) for cell in row[3:8])
         assert first_token <= first_words <= whole and tokens >= 16  # the official minimum: 16 tokens
         assert row[9].split(" / ")[0] in ("yes", "no")
+        answering, whole = float(row[10].split()[0]), gib[[r[0] for r in options].index(row[0])][2]
+        assert 0 < answering <= whole  # the peak while answering, within the process's
     assert [r[9] for r in rows[:4:2]] == ["yes / yes", "yes / yes"]  # bf16's official answers are the reference
