@@ -174,13 +174,20 @@ def release_memory() -> None:
     (tensors under its 32 MB mmap threshold, e.g. a 7B model's int4 layers, are freed into the heap, which would
     otherwise stay resident while the next model fills other pages), CUDA's cached blocks emptied."""
     gc.collect()
-    with contextlib.suppress(OSError, AttributeError):  # not glibc: nothing to trim
-        ctypes.CDLL("libc.so.6").malloc_trim(0)
+    trim_heap()
     if "torch" in sys.modules:
         import torch
 
         if torch.cuda.is_available():
             torch.cuda.empty_cache()
+
+
+def trim_heap() -> None:
+    """Give glibc's free heap pages back to the system (``malloc_trim``; a fraction of a millisecond when little is
+    free): what a finished request freed stops counting in the process's memory, and the next request's peak starts
+    from the model's, not from the last one's leftovers."""
+    with contextlib.suppress(OSError, AttributeError):  # not glibc: nothing to trim
+        ctypes.CDLL("libc.so.6").malloc_trim(0)
 
 
 def _key_text(key: Hashable) -> str:

@@ -341,6 +341,39 @@ def fill_quantized(model: nn.Module, tensors: Iterable[tuple[str, torch.Tensor]]
         raise ValueError(f"the checkpoint has no values for {len(missing)} parameters, e.g. {missing[:3]}")
 
 
+@torch.no_grad()
+def requantize(model: nn.Module, tensors: Iterable[tuple[str, torch.Tensor]], mode: str, dtype: torch.dtype,
+               prepare: Callable[[str, torch.Tensor], torch.Tensor] | None = None,
+               statistics: dict[str, torch.Tensor] | None = None) -> int:
+    """Quantise ``model``'s quantised Linears again, in place, from the checkpoint it was filled from (the same
+    ``(name, tensor)`` pairs and ``prepare`` as ``fill_quantized``), now calibrated by ``statistics``: each layer's new
+    form replaces its old one as its weight arrives, the old one freed at once, so memory holds the model plus one
+    layer (a second model, built beside the first's freed memory, would not reuse it: BENCHMARKS.md, the int4 peak).
+    Every other tensor is passed over: the model keeps its norms, embeddings and output layer as they are (resized,
+    say). Returns how many layers were replaced."""
+    statistics = statistics or {}
+    modules = dict(model.named_modules())
+    replaced = 0
+    for name, tensor in tensors:
+        owner_name, _, attr = name.rpartition(".")
+        if attr != "weight" or not isinstance(modules.get(owner_name), (Int8Linear, Int4Linear)):
+            continue
+        value = tensor.to(dtype=dtype, copy=True)
+        if prepare is not None:
+            value = prepare(name, value)
+        old = modules[owner_name]
+        linear = nn.Linear(old.in_features, old.out_features, bias=False, device="meta")
+        linear.weight = nn.Parameter(value, requires_grad=False)
+        linear.bias = old.bias
+        del old
+        quantized = quantize_linear(linear, mode, statistics.get(owner_name))
+        parent_name, _, child = owner_name.rpartition(".")
+        setattr(modules[parent_name], child, quantized)
+        modules[owner_name] = quantized
+        replaced += 1
+    return replaced
+
+
 def _uses(model: nn.Module) -> dict[int, int]:
     """How many modules hold each parameter (by ``id``): more than one for a tied weight."""
     counts: dict[int, int] = {}

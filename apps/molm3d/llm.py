@@ -78,10 +78,10 @@ def load_llama(folder: str | Path, lora: dict[str, torch.Tensor], vocab_size: in
     With ``quantization`` ("int8" or "int4", on a CPU) the shards stream into a model without weights, each Linear
     merged and quantised as soon as it is read (``shared.quantize.fill_quantized``): loading never holds the whole
     model in ``dtype`` (issue #28: 13 GB for Llama-2-7B in bf16, against about 4 GB quantised to int4). int4 with
-    ``calibrate`` loads twice: ``calibrate(model)`` runs a few prompts through the first model (embeddings resized)
-    and answers what each layer's inputs are (``shared.quantize.input_statistics``), and the second model is
-    quantised with those statistics as AWQ does (BENCHMARKS.md: it keeps more of the answers), memory holding one
-    model at a time."""
+    ``calibrate`` streams the shards twice: ``calibrate(model)`` runs a few prompts through the model quantised to
+    nearest (embeddings resized) and answers what each layer's inputs are (``shared.quantize.input_statistics``),
+    then each of its layers is quantised again, in place, with those statistics as AWQ does (BENCHMARKS.md: it keeps
+    more of the answers), memory holding one model and one layer."""
     from transformers import LlamaForCausalLM
 
     if quantization and device != "cpu":
@@ -95,9 +95,8 @@ def load_llama(folder: str | Path, lora: dict[str, torch.Tensor], vocab_size: in
 
             resize_for_molm(model, vocab_size, seed)
             statistics = calibrate(model)
-            del model
-            release_memory()  # the first model's pages, before the second fills others (BENCHMARKS.md: the peak)
-            model = _load_quantized(Path(folder), pairs, dtype, quantization, statistics)
+            release_memory()  # the calibration's activations
+            _load_quantized(Path(folder), pairs, dtype, quantization, statistics, into=model)
         merged = len(pairs)
     else:
         model = LlamaForCausalLM.from_pretrained(str(folder), dtype=dtype, weights_only=True, low_cpu_mem_usage=True)
@@ -115,18 +114,16 @@ def load_llama(folder: str | Path, lora: dict[str, torch.Tensor], vocab_size: in
 
 
 def _load_quantized(folder: Path, pairs: dict[str, tuple[torch.Tensor, torch.Tensor]], dtype: torch.dtype,
-                    mode: str, statistics: dict[str, torch.Tensor] | None = None):
+                    mode: str, statistics: dict[str, torch.Tensor] | None = None, into=None):
     """The Llama of ``folder`` with every Linear but the output layer in ``mode`` (calibrated by ``statistics``), the
-    LoRA in its weights, loaded shard by shard and tensor by tensor (``shared.checkpoints.stream_torch_state``)."""
+    LoRA in its weights, loaded shard by shard and tensor by tensor (``shared.checkpoints.stream_torch_state``);
+    ``into``: a model loaded so before, whose layers are quantised again in place (``shared.quantize.requantize``)."""
     from accelerate import init_empty_weights
     from transformers import GenerationConfig, LlamaConfig, LlamaForCausalLM
 
     from shared.checkpoints import stream_torch_state
-    from shared.quantize import fill_quantized
+    from shared.quantize import fill_quantized, requantize
 
-    config = LlamaConfig.from_pretrained(folder)
-    with init_empty_weights():  # parameters on the meta device, buffers (rotary frequencies) computed as usual
-        model = LlamaForCausalLM(config)
     unused = set(pairs)
 
     def merge(name: str, tensor: torch.Tensor) -> torch.Tensor:
@@ -137,11 +134,17 @@ def _load_quantized(folder: Path, pairs: dict[str, tuple[torch.Tensor, torch.Ten
         return lora_merged(tensor, *pairs[module])
 
     tensors = (item for shard in _shards(folder) for item in stream_torch_state(shard))
-    fill_quantized(model, tensors, mode, dtype, merge, statistics)
+    if into is not None:
+        requantize(into, tensors, mode, dtype, merge, statistics)
+        model = into
+    else:
+        with init_empty_weights():  # parameters on the meta device, buffers (rotary frequencies) computed as usual
+            model = LlamaForCausalLM(LlamaConfig.from_pretrained(folder))
+        fill_quantized(model, tensors, mode, dtype, merge, statistics)
+        if (folder / "generation_config.json").is_file():
+            model.generation_config = GenerationConfig.from_pretrained(folder)
     if unused:
         raise ValueError(f"LoRA for modules the language model does not have: {sorted(unused)[:3]}")
-    if (folder / "generation_config.json").is_file():
-        model.generation_config = GenerationConfig.from_pretrained(folder)
     return model
 
 

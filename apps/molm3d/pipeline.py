@@ -43,6 +43,7 @@ from apps.molm3d.tasks import (
     calibration_requests,
     parse_number,
 )
+from shared import pool
 from shared.checkpoints import load_torch_checkpoint
 from shared.errors import CheckpointError, named_argument
 from shared.pipeline import Callback, Pipeline, PipelineOutput, to_json
@@ -257,6 +258,8 @@ class MoLM3DPipeline(Pipeline):
             max_new_tokens=inputs.max_new_tokens, min_new_tokens=inputs.min_new_tokens,
             eos_token_id=self.tokenizer.eos_token_id, pad_token_id=self.tokenizer.pad_token_id,
         )
+        del prefilled  # the KV cache (five beams of a 7B Llama: about 0.5 MB a token each)
+        pool.trim_heap()  # its pages back to the system: the next answer's peak starts from the model's
         if step < total and callback is not None:  # every answer ended before max_new_tokens
             callback(total, total)
         seconds = (time.perf_counter() - start) / len(confs)

@@ -159,6 +159,28 @@ def test_one_molecule_starts_from_the_stored_start_of_its_prompt_for_the_same_an
     assert len(tiny_pipe._prefixes) == PREFIX_CACHE_SIZE
 
 
+def test_an_answer_gives_its_kv_caches_memory_back_when_it_is_done(tiny_pipe, monkeypatch):
+    """After each answer its KV cache is freed and glibc's free pages returned (``shared.pool.trim_heap``), so the next
+    answer's peak starts from the model's (BENCHMARKS.md: the peak memory while answering)."""
+    import weakref
+
+    from shared import pool
+
+    caches, trims = [], []
+    prefill = tiny_pipe._prefill
+
+    def kept(*args, **kwargs):
+        prefilled = prefill(*args, **kwargs)
+        caches.extend(weakref.ref(cache) for cache in prefilled.values())
+        return prefilled
+
+    monkeypatch.setattr(tiny_pipe, "_prefill", kept)
+    monkeypatch.setattr(pool, "trim_heap", lambda: trims.append([ref() is None for ref in caches]))
+    for decoding in ("official", "fast"):
+        tiny_pipe("CCO", task="logp", decoding=decoding, max_new_tokens=2, min_new_tokens=2)
+    assert trims == [[True], [True, True]]  # once an answer, its cache already gone
+
+
 def test_caption_limits_and_long_questions(tiny_pipe):
     calls = []
     generate = tiny_pipe.llm.generate

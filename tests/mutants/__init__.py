@@ -106,10 +106,15 @@ MUTANTS = (
            "Llama)", "apps/molm3d/llm.py", '        if quantization == "int4" and calibrate is not None:',
            "        if False:",
            ("tests/molm3d/test_quantize.py::test_int4_is_calibrated_and_int8_is_not",)),
-    Mutant("molm3d-int4-first-model-kept", "calibrated int4 holds one model at a time (BENCHMARKS.md: the peak "
-           "while loading)", "apps/molm3d/llm.py", "            del model\n            release_memory()",
-           "            kept = model  # noqa: F841\n            release_memory()",
-           ("tests/molm3d/test_quantize.py::test_int4s_second_load_starts_after_the_first_model_is_freed_and_its_memory_given_back",)),
+    Mutant("molm3d-int4-second-model-built", "calibrated int4 quantises the first model's layers again in place "
+           "(BENCHMARKS.md: the peak while loading)", "apps/molm3d/llm.py",
+           "            _load_quantized(Path(folder), pairs, dtype, quantization, statistics, into=model)",
+           "            model = _load_quantized(Path(folder), pairs, dtype, quantization, statistics)",
+           ("tests/molm3d/test_quantize.py::test_int4s_second_pass_quantises_the_first_models_layers_in_place",)),
+    Mutant("requantize-keeps-old-layers", "quantising again frees each old layer at once (memory: the model plus one "
+           "layer)", "shared/quantize.py", "        modules[owner_name] = quantized\n", "        pass\n",
+           ("tests/shared/test_quantize.py::test_requantizing_replaces_each_layer_in_place_as_its_weight_arrives_and_"
+            "frees_the_old_one_at_once",)),
     Mutant("molm3d-gpu-dynamic-cache", "on a GPU 3D-MoLM decodes with a static KV cache (CUDA graphs; docs/demos.md)",
            "apps/molm3d/pipeline.py", 'prefilled = {"cache_implementation": "static"} if self.static_cache else',
            "prefilled = {} if self.static_cache else",
@@ -129,6 +134,10 @@ MUTANTS = (
            "            preamble = self._preamble\n", "            preamble = None\n",
            ("tests/molm3d/test_pipeline.py::test_one_molecule_starts_from_the_stored_start_of_its_prompt_for_the_same_"
             "answers",)),
+    Mutant("molm3d-answer-memory-kept", "an answer gives its KV cache's memory back when it is done (BENCHMARKS.md, "
+           "3D-MoLM at full size: the peak while answering)", "apps/molm3d/pipeline.py",
+           "        pool.trim_heap()  # its pages back", "        pass  # its pages back",
+           ("tests/molm3d/test_pipeline.py::test_an_answer_gives_its_kv_caches_memory_back_when_it_is_done",)),
     Mutant("declared-body-read", "a declared body over its route's budget is refused before a byte is read "
            "(docs/deploying.md, A budget for every request)", "apps/serving.py",
            "        if declared is not None and declared > limit:  # before the login",

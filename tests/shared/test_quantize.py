@@ -3,6 +3,8 @@ checks: an unknown value is refused in a sentence when the hub starts."""
 
 from __future__ import annotations
 
+import copy
+
 import pytest
 import torch
 from torch import nn
@@ -146,6 +148,35 @@ def test_filling_refuses_a_key_the_model_lacks_and_a_parameter_left_empty():
         quantize.fill_quantized(empty_copy(source), [*tensors, ("2.scale", torch.ones(1))], "int8", torch.float32)
     with pytest.raises(ValueError, match=r"no values for 2 parameters, e\.g\. \['1\.weight', '1\.bias'\]"):
         quantize.fill_quantized(empty_copy(source), tensors[:2], "int8", torch.float32)
+
+
+def test_requantizing_replaces_each_layer_in_place_as_its_weight_arrives_and_frees_the_old_one_at_once():
+    """``requantize``: the layers quantised again from the checkpoint's tensors equal quantising the full-precision
+    model with the statistics; the model, its other parameters and its output layer are kept; each old layer is gone
+    before the next tensor is read (memory: the model plus one layer)."""
+    import weakref
+
+    torch.manual_seed(0)
+    source = nn.Sequential(nn.Linear(64, 128), nn.Linear(128, 48), nn.Linear(48, 64)).to(torch.bfloat16)
+    tensors = list(source.state_dict().items())
+    model = empty_copy(source)
+    quantize.fill_quantized(model, tensors, "int4", torch.bfloat16)
+    kept = model[2].weight  # 48 inputs: no int4 form, left as it is
+    statistics = {"0": torch.rand(64) * 4, "1": torch.rand(128)}
+    olds = {name: weakref.ref(model[int(name)]) for name in statistics}
+    alive = []
+
+    def prepare(name: str, tensor: torch.Tensor) -> torch.Tensor:
+        alive.append((name, [n for n, ref in olds.items() if ref() is not None]))
+        return tensor
+
+    assert quantize.requantize(model, tensors, "int4", torch.bfloat16, prepare, statistics) == 2
+    assert alive == [("0.weight", ["0", "1"]), ("1.weight", ["1"])]  # layer 0's old form freed before layer 1 is read
+    assert not any(ref() is not None for ref in olds.values()) and model[2].weight is kept
+    expected = copy.deepcopy(source)
+    quantize.quantize_linears(expected, "int4", statistics)
+    got, wanted = model.state_dict(), expected.state_dict()
+    assert list(got) == list(wanted) and all(torch.equal(got[k], wanted[k]) for k in wanted)
 
 
 def test_a_short_prompt_runs_int8s_packed_kernel_and_a_long_one_widens_the_weight(monkeypatch):
