@@ -164,6 +164,7 @@ def test_requantizing_replaces_each_layer_in_place_as_its_weight_arrives_and_fre
     kept = model[2].weight  # 48 inputs: no int4 form, left as it is
     statistics = {"0": torch.rand(64) * 4, "1": torch.rand(128)}
     olds = {name: weakref.ref(model[int(name)]) for name in statistics}
+    memory = [model[i].weight_int4.data_ptr() for i in (0, 1)]
     alive = []
 
     def prepare(name: str, tensor: torch.Tensor) -> torch.Tensor:
@@ -173,6 +174,7 @@ def test_requantizing_replaces_each_layer_in_place_as_its_weight_arrives_and_fre
     assert quantize.requantize(model, tensors, "int4", torch.bfloat16, prepare, statistics) == 2
     assert alive == [("0.weight", ["0", "1"]), ("1.weight", ["1"])]  # layer 0's old form freed before layer 1 is read
     assert not any(ref() is not None for ref in olds.values()) and model[2].weight is kept
+    assert [model[i].weight_int4.data_ptr() for i in (0, 1)] == memory  # the new codes in the old layers' buffers
     expected = copy.deepcopy(source)
     quantize.quantize_linears(expected, "int4", statistics)
     got, wanted = model.state_dict(), expected.state_dict()
