@@ -133,8 +133,11 @@ def test_the_page_states_the_setting_and_quotes_the_measured_trade_off(monkeypat
     section = section.split("\n## ", 1)[0]
     cells = [[cell.strip() for cell in line.strip("|").split(" | ")] for line in section.splitlines()
              if line.startswith("| ") and not line.startswith("| weights")]
+    # by (weights, request, decoding) and by weights: a row measured again later (int4's, after a fix) wins
     answers = {tuple(row[:3]): row for row in cells if len(row) == 11}
     options = {row[0]: row for row in cells if len(row) == 7}
+    int4_fast = [float(row[10].split()[0]) for key, row in answers.items() if key[0] == "int4" and key[2] == "fast"]
+    int4_peak = max([float(options["int4"][3].split()[0]), *int4_fast])  # loading, and every fast answer
 
     def whole(weights: str, request: str) -> float:
         return float(answers[(weights, request, "fast")][7].split()[0])
@@ -143,7 +146,7 @@ def test_the_page_states_the_setting_and_quotes_the_measured_trade_off(monkeypat
               f"{whole('bf16', 'description'):.0f} s",
               f"16-token property answer in {whole('int4', 'property, 16 tokens')} s",
               f"first words after {answers[('int4', 'description', 'fast')][4]}",
-              f"in at most {options['int4'][5]} of memory against bf16's {options['bf16'][5].split()[0]}",
+              f"in at most {int4_peak} GiB of memory, loading included, against bf16's {options['bf16'][5].split()[0]}",
               f"int8 wrote that answer in {whole('int8', 'property, 16 tokens')} s in {options['int8'][5]}"]
     trained = (REPO_ROOT / "BENCHMARKS.md").read_text().split("## 3D-MoLM's int8/int4 on a trained Llama", 1)[1]
     trained = {row[0]: row for row in ([cell.strip() for cell in line.strip("|").split(" | ")]
@@ -153,8 +156,9 @@ def test_the_page_states_the_setting_and_quotes_the_measured_trade_off(monkeypat
                     for column, index in ((5, 0), (4, 1)))  # vs bf16: top-1 / KL, and answers / tokens
     quoted += [f"bf16's at {top1['int8']} (int8) and {top1['int4 calibrated']} (int4) of the positions",
                f"kept {tokens['int8']} (int8) and {tokens['int4 calibrated']} (int4) of bf16's tokens",
-               f"a new question's first token after {answers[('int8', 'new question, 16 tokens', 'fast')][3]} "
-               f"(bf16: {answers[('bf16', 'new question, 16 tokens', 'fast')][3]})"]
+               "question the server had not seen got its first token after "
+               + ", ".join(f"{answers[(w, 'new question, 16 tokens', 'fast')][3]} ({w})"
+                           for w in ("int4", "int8", "bf16"))]
     for phrase in quoted:  # every figure the page quotes is the benchmark's
         assert phrase in note, phrase
 
