@@ -111,6 +111,11 @@ MUTANTS = (
            "            _load_quantized(Path(folder), pairs, dtype, quantization, statistics, into=model)",
            "            model = _load_quantized(Path(folder), pairs, dtype, quantization, statistics)",
            ("tests/molm3d/test_quantize.py::test_int4s_second_pass_quantises_the_first_models_layers_in_place",)),
+    Mutant("requantize-into-new-buffers", "quantising again writes each layer's new codes into its old buffers "
+           "(BENCHMARKS.md: int4's peak while loading, 4.9 GiB where new buffers gave 6.8)", "shared/quantize.py",
+           "                setattr(quantized, key, kept.copy_(buffer))", "                pass",
+           ("tests/shared/test_quantize.py::test_requantizing_replaces_each_layer_in_place_as_its_weight_arrives_and_"
+            "frees_the_old_one_at_once",)),
     Mutant("requantize-keeps-old-layers", "quantising again frees each old layer at once (memory: the model plus one "
            "layer)", "shared/quantize.py", "        modules[owner_name] = quantized\n", "        pass\n",
            ("tests/shared/test_quantize.py::test_requantizing_replaces_each_layer_in_place_as_its_weight_arrives_and_"
