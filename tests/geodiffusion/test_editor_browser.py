@@ -121,7 +121,7 @@ def test_generate_toggle_boxes_and_export(browser_page):
     page.get_by_role("button", name="Generate", exact=True).click()
     gallery_image = page.locator("#geo-gallery img").first
     gallery_image.wait_for(timeout=60_000)
-    page.get_by_text("1 image(s), 64x64").wait_for(timeout=15_000)
+    page.get_by_text("1 image(s), 64x64").wait_for(timeout=60_000)  # the status may follow the image late on a busy CPU
     with_boxes = gallery_image.get_attribute("src")
     page.get_by_label("Draw layout boxes over the images").uncheck()
     page.wait_for_function("(src) => { const img = document.querySelector('#geo-gallery img');"
