@@ -288,9 +288,7 @@ class MoLM3DPipeline(Pipeline):
         name = _cache_argument(self.llm.model)
         cache, start = self._shared_prefix(embeds, mask, positions, instruction, ids[0]) if len(ids) == 1 \
             else (None, 0)
-        out = self.llm.model(inputs_embeds=embeds[:, start:-1], attention_mask=mask[:, :-1],
-                             position_ids=positions[:, start:-1], use_cache=True, **{name: cache})
-        cache = out[name]
+        cache = self._extend(cache, embeds, mask, positions, start, embeds.shape[1] - 1)
         if num_beams > 1:
             cache.batch_repeat_interleave(num_beams)
         return {name: cache}
