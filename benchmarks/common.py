@@ -29,6 +29,22 @@ def median_time(fn: Callable[[], object], repeats: int, warmup: bool = False) ->
     return statistics.median(times)
 
 
+def proc_status(field: str, pid: int | str = "self") -> int:
+    """A memory figure of ``/proc/<pid>/status`` in bytes (VmRSS, VmHWM: the resident memory and its peak)."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith(field + ":"):
+            return int(line.split()[1]) * 1024  # Linux writes kB
+    raise KeyError(f"{field} is not in /proc/{pid}/status")
+
+
+def restart_peak(pid: int | str = "self") -> int:
+    """Start a process's peak resident memory (VmHWM) again from its resident memory now (Linux >= 4.0); returns the
+    peak up to here, in bytes."""
+    peak = proc_status("VmHWM", pid)
+    Path(f"/proc/{pid}/clear_refs").write_text("5")  # VmHWM := VmRSS
+    return peak
+
+
 def print_table(headers: list[str], rows: list[list[object]]) -> None:
     """A markdown table on stdout (what run_all.py copies into BENCHMARKS.md)."""
     print("| " + " | ".join(headers) + " |")

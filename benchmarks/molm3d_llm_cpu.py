@@ -44,7 +44,7 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from benchmarks.common import print_table  # noqa: E402
+from benchmarks.common import print_table, proc_status, restart_peak  # noqa: E402
 from shared.registry import human_bytes  # noqa: E402
 
 MOLECULE = "CC(=O)Oc1ccccc1C(=O)O"  # aspirin
@@ -149,15 +149,7 @@ def load(smoke: bool, dtype: torch.dtype, folder: Path, quantization: str | None
 
 def peak_bytes() -> int:
     """This process's peak resident memory since it started or since ``restart_peak`` (VmHWM)."""
-    status = Path("/proc/self/status").read_text()
-    return int(next(line.split()[1] for line in status.splitlines() if line.startswith("VmHWM:"))) * 1024
-
-
-def restart_peak() -> int:
-    """Start the peak (VmHWM) again from the resident memory now; returns the peak up to here."""
-    peak = peak_bytes()
-    Path("/proc/self/clear_refs").write_text("5")  # VmHWM := VmRSS (Linux >= 4.0)
-    return peak
+    return proc_status("VmHWM")
 
 
 def measure(pipe, request: dict, decoding: str) -> dict:

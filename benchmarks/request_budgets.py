@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import concurrent.futures
+import contextlib
 import io
 import json
 import os
@@ -29,7 +30,7 @@ sys.path.insert(0, str(ROOT))
 
 import requests  # noqa: E402
 
-from benchmarks.common import free_port, print_table  # noqa: E402
+from benchmarks.common import free_port, print_table, proc_status, restart_peak  # noqa: E402
 from tests.security import raw  # noqa: E402
 
 LAYOUT_22 = json.dumps({"camera": "front", "bbox": [["car", 0.02 * i, 0.1, 0.02 * i + 0.1, 0.5] for i in range(22)]})
@@ -68,13 +69,6 @@ def start(source: Path, work: Path, checkpoints: Path, *args: str) -> tuple[subp
     raise SystemExit(f"the hub did not start: {(work / 'hub.log').read_text()[-2000:]}")
 
 
-def status(pid: int, field: str) -> int:
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith(field + ":"):
-            return int(line.split()[1]) * 1024
-    return 0
-
-
 def children(pid: int) -> list[int]:
     found = []
     for task in Path(f"/proc/{pid}/task").iterdir():
@@ -85,10 +79,8 @@ def children(pid: int) -> list[int]:
 
 def reset_peak(pid: int) -> None:
     for p in [pid, *children(pid)]:
-        try:
-            Path(f"/proc/{p}/clear_refs").write_text("5")
-        except OSError:
-            pass
+        with contextlib.suppress(OSError):
+            restart_peak(p)
 
 
 def jpeg(width: int, height: int) -> bytes:
@@ -168,7 +160,7 @@ class Honest(threading.Thread):
 
 def measure(url: str, pid: int, action, timeout: float) -> list[object]:
     reset_peak(pid)
-    before = status(pid, "VmRSS")
+    before = proc_status("VmRSS", pid)
     honest = Honest(url)
     honest.start()
     started = time.monotonic()
@@ -182,8 +174,8 @@ def measure(url: str, pid: int, action, timeout: float) -> list[object]:
         except Exception as error:  # noqa: BLE001 - a benchmark reports what happened
             answer, seconds = raw.Answer(False, 0, f"{type(error).__name__}: {error}"), "-"
         honest.stop.set()
-        grew = (status(pid, "VmHWM") - before) / 1e6
-        workers = max((status(c, "VmHWM") for c in children(pid)), default=0) / 1e6
+        grew = (proc_status("VmHWM", pid) - before) / 1e6
+        workers = max((proc_status("VmHWM", c) for c in children(pid)), default=0) / 1e6
         worst = max(honest.times, default=0.0)
         if answer is None:
             pool.shutdown(wait=False, cancel_futures=True)

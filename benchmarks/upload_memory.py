@@ -25,13 +25,12 @@ MEASURE = """
 import io, sys, zipfile
 from pathlib import Path
 sys.path.insert(0, {root!r})
-def status(field):
-    return next(int(l.split()[1]) for l in Path("/proc/self/status").read_text().splitlines() if l.startswith(field))
 from PIL import Image
+from benchmarks.common import proc_status, restart_peak
 from apps.tag2text import images
 from shared.errors import UserInputError
-Path("/proc/self/clear_refs").write_text("5")
-before = status("VmRSS")
+restart_peak()
+before = proc_status("VmRSS")
 outcome = ""
 if {mode!r} == "full":
     with zipfile.ZipFile({path!r}) as z:
@@ -43,7 +42,7 @@ else:
         outcome = f"{{len(kept)}} accepted, kept at {{kept[0].image.size[0]}}×{{kept[0].image.size[1]}}"
     except UserInputError as error:
         outcome = "refused: " + str(error).split(";")[0]
-print((status("VmHWM") - before) / 1024, outcome)
+print((proc_status("VmHWM") - before) / 2**20, outcome)
 """
 
 

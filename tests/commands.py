@@ -13,6 +13,8 @@ from pathlib import Path
 
 import requests
 
+from benchmarks.common import proc_status, restart_peak
+
 REPO = Path(__file__).resolve().parents[1]  # the checkout these tests belong to
 
 
@@ -36,13 +38,10 @@ class RunningHub:
 
     def status(self, field: str) -> int:
         """A /proc/<pid>/status figure in kB (VmRSS, VmHWM)."""
-        for line in Path(f"/proc/{self.process.pid}/status").read_text().splitlines():
-            if line.startswith(field + ":"):
-                return int(line.split()[1])
-        raise KeyError(field)
+        return proc_status(field, self.process.pid) // 1024
 
     def reset_peak_memory(self) -> None:
-        Path(f"/proc/{self.process.pid}/clear_refs").write_text("5")  # VmHWM := VmRSS (Linux >= 4.0)
+        restart_peak(self.process.pid)
 
     def files_under(self, name: str) -> list[Path]:
         return sorted(p for p in (self.root / name).rglob("*") if p.is_file())
