@@ -46,10 +46,6 @@ BENCHMARKS = [
      "DEMOHUB_QUANTIZE's int8 and int4) in its own process. Goal (issue #28): a description in ≤ 60 s and a "
      "property in ≤ 10 s with the best opt-in option, first words within 10 s, peak memory ≤ 6 GB with int4",
      "python benchmarks/molm3d_llm_cpu.py"),
-    ("3D-MoLM: attention on a CPU", "transformers' default, PyTorch's `scaled_dot_product_attention` (what 3D-MoLM "
-     "ran before), in the same processes on the same Llama-2-7B-shaped model, answers interleaved; eager is what "
-     "3D-MoLM runs on a CPU now, as the official code's transformers 4.35 did",
-     "python benchmarks/molm3d_attention_cpu.py"),
     ("3D-MoLM's int8/int4 on a trained Llama (SmolLM2-135M-Instruct)", "float32 (the GGUF file dequantised) and "
      "bf16 (3D-MoLM's CPU dtype) in the same run on the same prompts and text; each option quantised by "
      "`shared/quantize.py` as 3D-MoLM quantises its Llama; goal (issue #40): int4 ≥ 95% and int8 ≥ 99% of greedy "
