@@ -18,10 +18,6 @@ from torch import nn
 
 LORA_ALPHA = 32
 MERGE_ROWS = 1024
-CPU_ATTENTION = "eager"  # on a CPU the attention runs as the official code's transformers (4.35) ran it: products
-# in the model's dtype, the softmax in fp32. PyTorch's CPU scaled_dot_product_attention, transformers' default, is
-# slower for the one query a step of decoding asks: 4.2 ms a layer against 0.63 for five beams over 230 tokens of a
-# 7B Llama (development measurement, 2 cores); BENCHMARKS.md has what it gives per token ("attention on a CPU")
 LORA_TARGETS = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
 _LORA_KEY = re.compile(r"^(?:base_model\.model\.)?(model\.layers\.\d+\.(?:self_attn|mlp)\.(\w+))\.lora_([AB])"
                        r"(?:\.default)?\.weight$")
@@ -94,11 +90,6 @@ def load_llama(folder: str | Path, lora: dict[str, torch.Tensor], vocab_size: in
     statistics = None
     if quantization:
         model = _load_quantized(Path(folder), pairs, dtype, quantization)
-    else:
-        model = LlamaForCausalLM.from_pretrained(str(folder), dtype=dtype, weights_only=True, low_cpu_mem_usage=True)
-    if device == "cpu":
-        model.set_attn_implementation(CPU_ATTENTION)  # before int4's calibration runs prompts
-    if quantization:
         if quantization == "int4" and calibrate is not None:
             from shared.pool import release_memory
 
@@ -108,6 +99,7 @@ def load_llama(folder: str | Path, lora: dict[str, torch.Tensor], vocab_size: in
             _load_quantized(Path(folder), pairs, dtype, quantization, statistics, into=model)
         merged = len(pairs)
     else:
+        model = LlamaForCausalLM.from_pretrained(str(folder), dtype=dtype, weights_only=True, low_cpu_mem_usage=True)
         merged = merge_lora(model, pairs)
     if merged and merged != len(LORA_TARGETS) * model.config.num_hidden_layers:
         raise ValueError(f"the checkpoint holds LoRA for {merged} modules, expected "

@@ -81,23 +81,6 @@ def test_quantised_loading_streams_the_shards_into_the_model_that_quantising_aft
     assert pipes[mode].llm.generation_config.eos_token_id == pipes["none"].llm.generation_config.eos_token_id
 
 
-def test_on_a_cpu_every_option_runs_the_attention_as_the_official_transformers_did(pipes):
-    """On a CPU the language model's attention is transformers' eager one, as the official code's transformers (4.35)
-    ran it: it gives its weights, a softmax computed in fp32 (PyTorch's CPU ``scaled_dot_product_attention`` gives
-    none, and is slower for the one query of a decoding step: ``apps.molm3d.llm.CPU_ATTENTION``, BENCHMARKS.md)."""
-    for mode, pipe in pipes.items():
-        weights: list[torch.Tensor | None] = []
-        hook = pipe.llm.model.layers[0].self_attn.register_forward_hook(
-            lambda m, args, out, weights=weights: weights.append(out[1]))
-        try:
-            pipe(ASPIRIN, decoding="fast", max_new_tokens=2, min_new_tokens=2, **REQUEST)
-        finally:
-            hook.remove()
-        assert weights and all(w is not None for w in weights), mode  # the prompt's parts and each step
-        sums = [w.float().sum(-1) for w in weights]  # rows of a softmax
-        assert all(torch.allclose(s, torch.ones(()), atol=0.02) for s in sums), mode
-
-
 def calibration_statistics(pipe, llm) -> dict[str, torch.Tensor]:
     """The statistics 3D-MoLM's int4 load calibrates with, through ``llm`` in place of ``pipe``'s own."""
     from apps.molm3d.tasks import TASKS, calibration_requests

@@ -143,11 +143,6 @@ MUTANTS = (
            "3D-MoLM at full size: the peak while answering)", "apps/molm3d/pipeline.py",
            "        pool.trim_heap()  # its pages back", "        pass  # its pages back",
            ("tests/molm3d/test_pipeline.py::test_an_answer_gives_its_kv_caches_memory_back_when_it_is_done",)),
-    Mutant("molm3d-cpu-sdpa", "on a CPU 3D-MoLM's attention runs as the official code's transformers ran it, eager "
-           "(BENCHMARKS.md, 3D-MoLM: attention on a CPU)", "apps/molm3d/llm.py",
-           "        model.set_attn_implementation(CPU_ATTENTION)  # before", "        pass  # before",
-           ("tests/molm3d/test_quantize.py::test_on_a_cpu_every_option_runs_the_attention_as_the_official_"
-            "transformers_did",)),
     Mutant("declared-body-read", "a declared body over its route's budget is refused before a byte is read "
            "(docs/deploying.md, A budget for every request)", "apps/serving.py",
            "        if declared is not None and declared > limit:  # before the login",
