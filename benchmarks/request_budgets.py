@@ -77,6 +77,14 @@ def children(pid: int) -> list[int]:
     return found
 
 
+def worker_peak(pid: int) -> int:
+    """A worker's peak resident memory, 0 once it has exited (a zombie's status holds no memory figures)."""
+    try:
+        return proc_status("VmHWM", pid)
+    except (OSError, KeyError):
+        return 0
+
+
 def reset_peak(pid: int) -> None:
     for p in [pid, *children(pid)]:
         with contextlib.suppress(OSError):
@@ -175,7 +183,7 @@ def measure(url: str, pid: int, action, timeout: float) -> list[object]:
             answer, seconds = raw.Answer(False, 0, f"{type(error).__name__}: {error}"), "-"
         honest.stop.set()
         grew = (proc_status("VmHWM", pid) - before) / 1e6
-        workers = max((proc_status("VmHWM", c) for c in children(pid)), default=0) / 1e6
+        workers = max((worker_peak(c) for c in children(pid)), default=0) / 1e6
         worst = max(honest.times, default=0.0)
         if answer is None:
             pool.shutdown(wait=False, cancel_futures=True)
