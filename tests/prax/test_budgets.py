@@ -44,23 +44,17 @@ def test_generate_calls_shrink_to_the_request_memory_budget(bundled_literal, mon
 
 MEASURE = """
 import sys, torch
-from pathlib import Path
 torch.set_num_threads(1)
 from apps.prax.pipeline import PraxPipeline
+from benchmarks.common import proc_status, restart_peak
 from tests.prax.test_budgets import LONG
-
-
-def status(field):
-    line = next(x for x in Path("/proc/self/status").read_text().splitlines() if x.startswith(field + ":"))
-    return int(line.split()[1]) * 1024
-
 
 pipe = PraxPipeline.from_pretrained("checkpoints/prax/tiny-literal")
 pipe(LONG[:2], k=1, num_samples=2, seed=0)  # warm: allocator pools and lazy imports are not the request's
-Path("/proc/self/clear_refs").write_text("5")  # the peak starts again from here
-before = status("VmRSS")
+restart_peak()  # the peak starts again from here
+before = proc_status("VmRSS")
 pipe(LONG, k=5, num_samples=int(sys.argv[1]), seed=0)
-print(status("VmHWM") - before)
+print(proc_status("VmHWM") - before)
 """
 
 

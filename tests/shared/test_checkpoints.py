@@ -6,6 +6,7 @@ import os
 import pytest
 import torch
 
+from benchmarks.common import proc_status
 from shared import checkpoints
 from shared.errors import CheckpointError
 
@@ -102,10 +103,10 @@ def test_converted_path_changes_with_the_source(tmp_path, monkeypatch):
 
 def resident_file_mib() -> int:
     """This process's resident file-backed memory (``RssFile``), in MiB."""
-    for line in open("/proc/self/status"):
-        if line.startswith("RssFile:"):
-            return int(line.split()[1]) // 1024
-    pytest.skip("no RssFile in /proc/self/status (not Linux)")
+    try:
+        return proc_status("RssFile") // 2**20
+    except (OSError, KeyError):
+        pytest.skip("no RssFile in /proc/self/status (not Linux)")
 
 
 def test_streaming_a_state_dict_gives_every_tensor_and_holds_one_at_a_time(tmp_path):

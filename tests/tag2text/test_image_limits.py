@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import io
-import re
 import struct
 import zipfile
 from pathlib import Path
@@ -21,6 +20,7 @@ from apps.tag2text.images import (
     preprocess,
     scan_images,
 )
+from benchmarks.common import proc_status, restart_peak
 from shared.errors import UserInputError
 from tests.fixtures.images import png_header_only
 
@@ -74,20 +74,16 @@ def member_reads(monkeypatch):
 
 def peak_growth(call) -> tuple[int, object]:
     """(growth of this process's peak RSS during ``call()`` in bytes, what it returned or raised)."""
-    def status(field: str) -> int:
-        text = Path("/proc/self/status").read_text()
-        return int(re.search(rf"^{field}:\s+(\d+) kB", text, re.M).group(1)) * 1024
-
     try:
-        Path("/proc/self/clear_refs").write_text("5")  # resets VmHWM (the peak) to the current RSS
+        restart_peak()  # VmHWM (the peak) from the current RSS
     except OSError:
         pytest.skip("this system cannot reset a process's peak RSS (/proc/self/clear_refs)")
-    before = status("VmRSS")
+    before = proc_status("VmRSS")
     try:
         outcome = call()
     except Exception as error:  # noqa: BLE001 - handed back to the test
         outcome = error
-    return status("VmHWM") - before, outcome
+    return proc_status("VmHWM") - before, outcome
 
 
 # -- the batch count, from the zip's directory --------------------------------------------------------------------
