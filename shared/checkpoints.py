@@ -102,23 +102,56 @@ def load_safetensors(path: str | Path) -> dict:
 def converted_path(source: str | Path, suffix: str = ".safetensors") -> Path:
     """Where the safetensors conversion of ``source`` is cached: keyed by the file's path, size and mtime."""
     source = Path(source).resolve()
-    stat = source.stat()
-    digest = hashlib.sha256(f"{source}|{stat.st_size}|{stat.st_mtime_ns}".encode()).hexdigest()[:16]
+    return cache_path(source.stem, source, suffix=suffix)
+
+
+def cache_path(name: str, *parts: str | bytes | Path, suffix: str = ".safetensors") -> Path:
+    """Where a file made from ``parts`` is cached (``DEMOHUB_CONVERTED_CACHE``, else ``demohub-converted`` beside the
+    Hugging Face cache): ``name-<digest><suffix>``, the digest over every part, a file by its resolved path, size and
+    modification time (a new download changes them; a missing one counts as missing), text and bytes as they are."""
+    digest = hashlib.sha256()
+    for part in parts:
+        if isinstance(part, Path):
+            stat = part.resolve().stat() if part.exists() else None
+            part = f"{part.resolve()}|{stat.st_size}|{stat.st_mtime_ns}" if stat else f"{part.resolve()}|missing"
+        digest.update(part.encode() if isinstance(part, str) else part)
+        digest.update(b"\0")
     root = Path(os.environ.get("DEMOHUB_CONVERTED_CACHE") or hf_cache_dir().parent / "demohub-converted")
-    return root / f"{source.stem}-{digest}{suffix}"
+    return root / f"{name}-{digest.hexdigest()[:16]}{suffix}"
 
 
-def save_safetensors(tensors: dict, target: str | Path, metadata: dict[str, str] | None = None) -> bool:
-    """Write atomically (temp file + rename). On a read-only or full disk, log and return False."""
+def tensors_digest(tensors: dict) -> str:
+    """A digest of ``tensors``' names, dtypes, shapes and values (a key for ``cache_path``)."""
+    import torch
+
+    digest = hashlib.sha256()
+    for name in sorted(tensors):
+        tensor = tensors[name].detach().cpu().contiguous()
+        digest.update(f"{name}|{tensor.dtype}|{tuple(tensor.shape)}".encode())
+        digest.update(tensor.reshape(-1).view(torch.uint8).numpy() if tensor.numel() else b"")
+    return digest.hexdigest()
+
+
+def save_safetensors(tensors: dict, target: str | Path, metadata: dict[str, str] | None = None,
+                     replaces: str | None = None) -> bool:
+    """Write atomically (temp file + rename). On a read-only or full disk, or where the file would leave less than
+    ``DISK_RESERVE_BYTES`` free, log and return False. ``replaces``: a pattern of the older files in the target's
+    folder that this one supersedes (removed once it is written)."""
     from safetensors.torch import save_file
+
+    from shared.weights import DISK_RESERVE_BYTES, free_bytes
 
     target = Path(target)
     tmp = target.with_name(target.name + ".partial")
+    size = sum(v.numel() * v.element_size() for v in tensors.values())
+    if free_bytes(target.parent) < size + DISK_RESERVE_BYTES:
+        log.warning("Not caching %s (%.1f GB): the disk would keep less than %.0f GB free. Loading stays correct, "
+                    "only slower.", target, size / 1e9, DISK_RESERVE_BYTES / 1e9)
+        return False
     try:
         target.parent.mkdir(parents=True, exist_ok=True)
         save_file({k: v.contiguous() for k, v in tensors.items()}, str(tmp), metadata=metadata)
         os.replace(tmp, target)
-        return True
     except OSError as error:
         with contextlib.suppress(OSError):  # the folder itself may be what is unwritable
             tmp.unlink(missing_ok=True)
@@ -127,6 +160,11 @@ def save_safetensors(tensors: dict, target: str | Path, metadata: dict[str, str]
         log.warning("Not caching the converted weights at %s: %s. Loading stays correct, only slower.",
                     target, reason)
         return False
+    for older in target.parent.glob(replaces) if replaces else ():
+        if older != target and older.suffix == target.suffix:
+            with contextlib.suppress(OSError):
+                older.unlink()
+    return True
 
 
 def _is_zip(path: Path) -> bool:

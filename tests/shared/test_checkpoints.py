@@ -128,3 +128,32 @@ def test_streaming_a_state_dict_gives_every_tensor_and_holds_one_at_a_time(tmp_p
         assert seen == [(f"layers.{i}.weight", 512 * 1024 * i) for i in range(32)]
         growth[kind] = peak - before
     assert growth["whole"] >= 48 and growth["stream"] <= 8, growth
+
+
+def test_a_cache_write_that_would_fill_the_disk_is_skipped_with_a_log(tmp_path, monkeypatch, caplog):
+    """A cached file is an optimisation: where writing it would leave less than the reserve free, it is not written
+    (logged; the caller loads as without a cache) and the disk keeps its room for everything else."""
+    import shared.weights
+
+    monkeypatch.setattr(shared.weights, "free_bytes", lambda folder: shared.weights.DISK_RESERVE_BYTES + 100)
+    target = tmp_path / "m.safetensors"
+    assert checkpoints.save_safetensors({"w": torch.ones(64)}, target) is False  # 256 bytes: over the reserve
+    assert not target.exists() and "would keep less than" in caplog.text
+    assert checkpoints.save_safetensors({"w": torch.ones(16)}, target) and target.is_file()  # 64 bytes fit
+
+
+def test_cache_paths_and_digests_follow_their_parts(tmp_path, monkeypatch):
+    monkeypatch.setenv("DEMOHUB_CONVERTED_CACHE", str(tmp_path / "conv"))
+    source = tmp_path / "a.bin"
+    source.write_bytes(b"1")
+    first = checkpoints.cache_path("m", source, "int4")
+    assert first.parent == tmp_path / "conv" and first.name.startswith("m-") and first.suffix == ".safetensors"
+    assert checkpoints.cache_path("m", source, "int4") == first != checkpoints.cache_path("m", source, "int8")
+    assert checkpoints.cache_path("m", source, "in", "t4") != first  # parts are separated
+    tensors = {"a": torch.ones(2, 3, dtype=torch.bfloat16), "b": torch.zeros(0)}
+    digest = checkpoints.tensors_digest(tensors)
+    assert digest == checkpoints.tensors_digest(dict(reversed(tensors.items())))
+    for other in ({**tensors, "a": torch.ones(3, 2, dtype=torch.bfloat16)},
+                  {**tensors, "a": torch.ones(2, 3, dtype=torch.float16)},
+                  {**tensors, "a": tensors["a"] * 2}, {"c": tensors["a"], "b": tensors["b"]}):
+        assert checkpoints.tensors_digest(other) != digest
