@@ -17,6 +17,12 @@ AWQ does: a weight column whose input channel is large is scaled up before round
 input divided by the same factor at run time, so the channels that matter most lose least, and each group's range is
 the one among ``CLIP_RATIOS`` of its extremes whose rounding costs the layer's output least (errors weighted by each
 channel's mean square). BENCHMARKS.md ("on a trained Llama") measures each choice.
+
+Quantising a 7B model takes minutes (calibrated int4: about 7.5 on two cores), so a loader may cache the result
+(``save_quantized``: the codes, scales and every other tensor, and the calibration's statistics, as one safetensors file
+in the conversion cache) and fill the next load's empty model from it (``read_quantized``): no pickle, no code, the file
+memory-mapped. The file's name carries what it was made from (``shared.checkpoints.cache_path``), ``CACHE_FORMAT`` and
+PyTorch's version (which decides the int4 packing), so a change to any of them quantises again.
 """
 
 from __future__ import annotations
@@ -24,10 +30,12 @@ from __future__ import annotations
 import functools
 import threading
 from collections.abc import Callable, Iterable
+from pathlib import Path
 
 import torch
 from torch import nn
 
+from shared.checkpoints import load_safetensors, save_safetensors
 from shared.device import QUANTIZE_MODES as MODES
 
 PACKED_ROWS = 16  # up to this many rows (tokens x beams) an int8 layer runs the packed kernel, beyond them it widens
@@ -44,6 +52,9 @@ INT4_GROUPS = (128, 64, 32)  # group sizes the int4 kernel takes, the largest th
 INT4_PACKED_ROWS = 56  # up to this many rows an int4 layer runs its kernel, beyond them it widens its weight: on a
 # Llama-2-7B MLP weight 48 rows take 25.9 ms in the kernel against 29.8 widened, 64 rows 35.6 against 30.8, 150 rows
 # 79.8 against 53.1 (bf16: 13.0, 16.2, 32.6 ms)
+CACHE_FORMAT = "int8 per channel, int4 AWQ (2026-12-06)"  # what a cached quantised model holds: change it with the
+# layouts or the calibration above, and no cache made before is read
+STATISTICS = "input_statistics."  # the names of the calibration's statistics in a cached quantised model start so
 INT4_BLOCK = 64  # PyTorch's int4 CPU packing: 64 outputs a block, for each input 32 bytes, byte i holding output i in
 # its low nibble and output 32 + i in its high one (``_int4_layout_known`` checks that this PyTorch packs so)
 
@@ -380,6 +391,78 @@ def requantize(model: nn.Module, tensors: Iterable[tuple[str, torch.Tensor]], mo
         modules[owner_name] = quantized
         replaced += 1
     return replaced
+
+
+def save_quantized(model: nn.Module, target: Path, statistics: dict[str, torch.Tensor] | None = None,
+                   replaces: str | None = None) -> bool:
+    """Cache ``model`` (its quantised layers' codes and scales, every other parameter and buffer it saves) and the
+    ``statistics`` that calibrated it in one safetensors file (``shared.checkpoints.save_safetensors``: written
+    whole or not at all, skipped with a log on a full or read-only disk; ``replaces`` names the older files it
+    supersedes). Returns whether it was written."""
+    tensors, seen = {}, set()
+    for name, tensor in model.state_dict().items():
+        if tensor.data_ptr() not in seen:  # a tied weight once (``read_quantized`` ties it again)
+            seen.add(tensor.data_ptr())
+            tensors[name] = tensor
+    tensors.update({STATISTICS + name: value.contiguous() for name, value in (statistics or {}).items()})
+    return save_safetensors(tensors, target, {"format": CACHE_FORMAT, "torch": torch.__version__}, replaces)
+
+
+def read_quantized(model: nn.Module, source: Path) -> dict[str, torch.Tensor]:
+    """Fill ``model``, built with its parameters on the meta device, from ``save_quantized``'s file: each Linear whose
+    codes the file holds becomes its quantised form, of the shapes and dtypes its width asks for, and every tensor is
+    placed as the file holds it (memory-mapped: the file's pages are the model's memory). Returns the statistics the
+    file holds. A file that does not fit the model raises ``ValueError`` (``CheckpointError`` if it cannot be read);
+    the model is then half-filled, so the caller builds it anew."""
+    tensors = load_safetensors(source)
+    for name, module in list(model.named_modules()):
+        if type(module) is nn.Linear and (quantized := _quantized_from(name, module, tensors)) is not None:
+            parent_name, _, child = name.rpartition(".")
+            setattr(model.get_submodule(parent_name), child, quantized)
+    statistics = {name[len(STATISTICS):]: tensors.pop(name) for name in list(tensors) if name.startswith(STATISTICS)}
+    try:
+        _, unexpected = model.load_state_dict(tensors, strict=False, assign=True)
+    except RuntimeError as error:  # a tensor of another shape
+        raise ValueError(f"{source.name} does not fit the model: {error}") from error
+    if getattr(getattr(model, "config", None), "tie_word_embeddings", False):
+        model.tie_weights()
+    missing = [name for name, tensor in (*model.named_parameters(), *model.named_buffers()) if tensor.is_meta]
+    if unexpected or missing:
+        raise ValueError(f"{source.name} does not fit the model: {len(unexpected)} tensors it has no place for "
+                         f"(e.g. {unexpected[:2]}), {len(missing)} it leaves empty (e.g. {missing[:2]})")
+    return statistics
+
+
+def _quantized_from(name: str, linear: nn.Linear, tensors: dict[str, torch.Tensor]) -> nn.Module | None:
+    """The quantised form of ``linear`` whose buffers ``tensors`` hold under ``name`` (None: it stays a Linear),
+    checked against the shapes and dtypes its width gives; its bias stays ``linear``'s, to be filled."""
+    n, k = linear.out_features, linear.in_features
+    if f"{name}.weight_int8" in tensors:
+        kind, wanted = Int8Linear, {"weight_int8": ((n, k), torch.int8), "scale": ((n,), None)}
+    elif f"{name}.weight_int4" in tensors:
+        groups = tensors.get(f"{name}.scales_and_zeros", torch.empty(0)).shape[0]
+        group = k // groups if groups else 0
+        if group not in INT4_GROUPS or group * groups != k:
+            raise ValueError(f"{name}: a cached int4 layer of {groups} groups does not fit {k} inputs")
+        kind, wanted = Int4Linear, {"weight_int4": ((n, k // 2), torch.uint8),
+                                    "scales_and_zeros": ((groups, n, 2), None),
+                                    "input_scale": ((k,), None) if f"{name}.input_scale" in tensors else None}
+    else:
+        return None
+    module = kind.__new__(kind)
+    nn.Module.__init__(module)
+    module.in_features, module.out_features = k, n
+    if kind is Int4Linear:
+        module.group = group
+    for key, spec in wanted.items():
+        value = None if spec is None else tensors.get(f"{name}.{key}")
+        if spec is not None and (value is None or tuple(value.shape) != spec[0]
+                                 or spec[1] is not None and value.dtype != spec[1]):
+            raise ValueError(f"{name}.{key}: the cache holds {None if value is None else tuple(value.shape)}, the "
+                             f"model wants {spec[0]}")
+        module.register_buffer(key, value)
+    module.bias = linear.bias
+    return module
 
 
 def _uses(model: nn.Module) -> dict[int, int]:

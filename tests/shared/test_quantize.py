@@ -334,3 +334,60 @@ def test_statistics_calibrate_the_int4_layers_they_name(how):
     assert model[0].input_scale is None
     expected = quantize.Int4Linear(nn.Linear(64, 32).requires_grad_(False), 64, statistics["1"])
     assert model[1].input_scale is not None and model[1].input_scale.shape == expected.input_scale.shape
+
+
+def test_a_cached_quantised_model_fills_an_empty_one_tensor_for_tensor_and_refuses_what_does_not_fit(tmp_path):
+    """``save_quantized`` / ``read_quantized``: a model of int8, calibrated int4 and plain layers (one weight tied to
+    another module) comes back the same, its statistics with it, each layer of its kind; a layer of another shape or
+    dtype, a tensor the model has no place for, or one it lacks, is a ``ValueError``, never a wrong model."""
+    from accelerate import init_empty_weights
+
+    class Tied(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.embed = nn.Embedding(64, 128)
+            self.int8, self.int4, self.plain = nn.Linear(128, 64), nn.Linear(128, 64, bias=False), nn.Linear(64, 16)
+            self.head = nn.Linear(128, 64, bias=False)
+            self.tie_weights()
+
+        def tie_weights(self):  # as transformers' models do where their config says so
+            self.head.weight = self.embed.weight
+
+    torch.manual_seed(0)
+    model = Tied().to(torch.bfloat16)
+    statistics = {"int4": torch.rand(128) + 0.1}
+    model.int8 = quantize.quantize_linear(model.int8, "int8")
+    model.int4 = quantize.quantize_linear(model.int4, "int4", statistics["int4"])
+    target = tmp_path / "model.safetensors"
+    assert quantize.save_quantized(model, target, statistics)
+
+    def empty():
+        with init_empty_weights():
+            built = Tied().to(torch.bfloat16)
+        built.config = type("Config", (), {"tie_word_embeddings": True})()
+        return built
+
+    filled = empty()
+    read = quantize.read_quantized(filled, target)
+    assert torch.equal(read["int4"], statistics["int4"])
+    assert [type(m) for m in (filled.int8, filled.int4, filled.plain)] == [
+        quantize.Int8Linear, quantize.Int4Linear, nn.Linear]
+    assert filled.head.weight is filled.embed.weight and filled.int4.group == model.int4.group
+    expected, got = model.state_dict(), filled.state_dict()
+    assert list(got) == list(expected) and all(torch.equal(got[k], expected[k]) for k in expected)
+    x = torch.randn(3, 128, dtype=torch.bfloat16)
+    assert torch.equal(filled.int4(x), model.int4(x)) and torch.equal(filled.int8(x), model.int8(x))
+
+    from shared.checkpoints import load_safetensors, save_safetensors
+
+    tensors = dict(load_safetensors(target))
+    for change, message in (({"int4.weight_int4": tensors["int4.weight_int4"][:32]}, "int4.weight_int4"),
+                            ({"int8.weight_int8": tensors["int8.weight_int8"].to(torch.int16)}, "int8.weight_int8"),
+                            ({"int4.scales_and_zeros": tensors["int4.scales_and_zeros"][:, :, :1].expand(3, 64, 2)
+                              .contiguous()}, "groups does not fit"),
+                            ({"extra.weight": torch.ones(1)}, "no place for"),
+                            ({"plain.bias": None}, "leaves empty")):
+        broken = tmp_path / "broken.safetensors"
+        assert save_safetensors({k: v for k, v in {**tensors, **change}.items() if v is not None}, broken)
+        with pytest.raises(ValueError, match=message):
+            quantize.read_quantized(empty(), broken)
