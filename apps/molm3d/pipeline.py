@@ -44,7 +44,7 @@ from apps.molm3d.tasks import (
     parse_number,
 )
 from shared import pool
-from shared.checkpoints import load_torch_checkpoint
+from shared.checkpoints import load_torch_checkpoint, tensors_digest
 from shared.errors import CheckpointError, named_argument
 from shared.pipeline import Callback, Pipeline, PipelineOutput, to_json
 
@@ -351,11 +351,16 @@ class MoLM3DPipeline(Pipeline):
 def load_language_model(folder: Path, lora: dict[str, torch.Tensor], tokenizer, encoder, device: str,
                         dtype: torch.dtype, quantization: str | None = None, seed: int = 0):
     """3D-MoLM's Llama (``load_llama``); int4 calibrated on every task's prompt, its molecule rows from ``encoder``
-    (``MoLM3DPipeline.input_statistics``)."""
+    (``MoLM3DPipeline.input_statistics``), the quantised model cached under what the calibration reads: the
+    encoder's weights and the prompts' tokens."""
     def calibrate(llm) -> dict[str, torch.Tensor]:
         return MoLM3DPipeline(encoder, llm, tokenizer, device, dtype).input_statistics()
 
-    return load_llama(folder, lora, len(tokenizer), device, dtype, quantization, seed, calibrate)
+    calibration = ""  # what the calibration reads, the quantised model's cache key (int8 calibrates nothing)
+    if quantization == "int4":
+        prompts = [tokenizer.encode(build_prompt(i, s)) for i, s in calibration_requests()]
+        calibration = f"{tensors_digest(encoder.state_dict())}|{calibration_requests()}|{prompts}"
+    return load_llama(folder, lora, len(tokenizer), device, dtype, quantization, seed, calibrate, calibration)
 
 
 def _common_length(head: list[int], ids: list[int]) -> int:

@@ -14,6 +14,12 @@ def tiny_snapshot(tmp_path_factory):
     return build_tiny_snapshot(tmp_path_factory.mktemp("molm3d-tiny"))
 
 
+@pytest.fixture(autouse=True)
+def own_conversion_cache(tmp_path, monkeypatch):
+    """Each test quantises (and caches) into a cache of its own: a quantised model another test cached is not read."""
+    monkeypatch.setenv("DEMOHUB_CONVERTED_CACHE", str(tmp_path / "converted"))
+
+
 @pytest.fixture(scope="session")
 def tiny_pipe(tiny_snapshot):
     return MoLM3DPipeline.from_pretrained(tiny_snapshot, device="cpu", dtype=torch.float32)

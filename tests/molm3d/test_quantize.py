@@ -19,9 +19,10 @@ REQUEST = {"task": "caption"}
 
 
 @pytest.fixture(scope="module")
-def pipes(tiny_snapshot):
-    """The tiny snapshot loaded as the hub loads it on a CPU, with each DEMOHUB_QUANTIZE."""
+def pipes(tiny_snapshot, tmp_path_factory):
+    """The tiny snapshot loaded as the hub loads it on a CPU, with each DEMOHUB_QUANTIZE (quantised, not cached)."""
     with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("DEMOHUB_CONVERTED_CACHE", str(tmp_path_factory.mktemp("converted")))
         mp.setenv("DEMOHUB_DEVICE", "cpu")
         mp.delenv("DEMOHUB_DTYPE", raising=False)
         loaded = {}
@@ -245,3 +246,107 @@ def test_int4s_second_pass_quantises_the_first_models_layers_in_place(tiny_snaps
     assert events == ["stream", "released", "stream", "in place"]
     assert built[0]() is pipe.llm and built[1]() is pipe.llm  # one model, quantised again
     assert pipe.llm.model.layers[0].mlp.up_proj.input_scale is not None  # the calibrated form
+
+
+@pytest.mark.parametrize("mode", ["int8", "int4"])
+def test_the_quantised_model_is_cached_and_the_next_load_reads_it_tensor_for_tensor(tiny_snapshot, monkeypatch,
+                                                                                   mode):
+    """The first quantised load writes the model (codes, scales, the calibration's statistics) to one safetensors file
+    in the conversion cache; the next load streams no shard and quantises nothing, and gives the same model, tensor
+    for tensor, and the same answer (BENCHMARKS.md: int4 ready in seconds instead of minutes)."""
+    import shared.checkpoints
+    from apps.molm3d.pipeline import MoLM3DPipeline
+    from shared import quantize
+
+    cache = Path(tiny_snapshot.parent / f"converted-{mode}")
+    monkeypatch.setenv("DEMOHUB_CONVERTED_CACHE", str(cache))
+    first = MoLM3DPipeline.from_pretrained(tiny_snapshot, dtype=torch.bfloat16, quantization=mode)
+    written = sorted(cache.glob("*.safetensors"))
+    assert [p.name.split("-")[:2] for p in written] == [["llama", mode]]
+
+    def refused(*args, **kwargs):
+        raise AssertionError("the cached load read the shards or quantised a layer")
+
+    monkeypatch.setattr(shared.checkpoints, "stream_torch_state", refused)
+    monkeypatch.setattr(quantize.Int4Linear, "__init__", refused)
+    monkeypatch.setattr(quantize, "_round_int4", refused)
+    second = MoLM3DPipeline.from_pretrained(tiny_snapshot, dtype=torch.bfloat16, quantization=mode)
+    expected, loaded = first.llm.state_dict(), second.llm.state_dict()
+    assert list(loaded) == list(expected) and all(torch.equal(loaded[k], expected[k]) for k in expected)
+    assert type(second.llm.lm_head) is type(first.llm.lm_head)  # int8 quantises the resized output layer again
+    assert torch.equal(second.llm.model.rotary_emb.inv_freq, first.llm.model.rotary_emb.inv_freq)
+    assert second.llm.generation_config.eos_token_id == first.llm.generation_config.eos_token_id
+    answers = [pipe(ASPIRIN, seed=42, decoding="fast", **REQUEST).text for pipe in (first, second)]
+    assert answers[0] == answers[1] and answers[0].strip()
+    assert top1_along(second, REQUEST, answers[0]) == top1_along(first, REQUEST, answers[0])
+    assert sorted(cache.glob("*.safetensors")) == written  # read, not written again
+
+
+def test_the_cache_is_keyed_by_everything_the_quantised_model_is_made_of(tiny_snapshot, tmp_path):
+    """Another LoRA, calibration, seed, mode, dtype, PyTorch or format, or a shard written again, names another file
+    (it is quantised anew, never read from a stale cache); the same inputs name the same file. A new key's file
+    replaces the folder's older one (one file per folder and mode on disk)."""
+    import os
+
+    from apps.molm3d import llm
+    from shared import quantize
+
+    folder = tmp_path / "llama"
+    folder.mkdir()
+    for path in (tiny_snapshot / "llama-2-7b-hf").iterdir():
+        (folder / path.name).write_bytes(path.read_bytes())
+    lora = {"model.layers.0.self_attn.q_proj.lora_A.weight": torch.ones(8, 4)}
+    key = dict(folder=folder, lora=lora, mode="int4", dtype=torch.bfloat16, vocab_size=10, seed=0, calibration="c")
+    same = llm.quantized_cache(**key)
+    assert llm.quantized_cache(**key) == same
+    changed = [llm.quantized_cache(**{**key, name: value}) for name, value in (
+        ("lora", {**lora, "model.layers.0.self_attn.q_proj.lora_A.weight": torch.ones(8, 4) * 2}),
+        ("mode", "int8"), ("dtype", torch.float32), ("vocab_size", 11), ("seed", 1), ("calibration", "d"))]
+    for owner, name, value in ((quantize, "CACHE_FORMAT", "another"), (torch, "__version__", "9.9.9")):
+        with pytest.MonkeyPatch.context() as mp:
+            mp.setattr(owner, name, value)
+            changed.append(llm.quantized_cache(**key))
+    shard = sorted(folder.glob("*.bin"))[-1]
+    os.utime(shard, ns=(shard.stat().st_atime_ns, shard.stat().st_mtime_ns + 10**9))
+    changed.append(llm.quantized_cache(**key))
+    shard.unlink()  # a missing shard is a key too (the load then says which file is missing, in a sentence)
+    changed.append(llm.quantized_cache(**key))
+    assert len({same, *changed}) == len(changed) + 1
+    assert all(path.parent == same.parent for path in changed)
+
+    from shared.checkpoints import save_safetensors
+
+    old, new = llm.quantized_cache(**{**key, "seed": 1}), llm.quantized_cache(**key)
+    other_mode = llm.quantized_cache(**{**key, "mode": "int8"})
+    for path in (old, other_mode):
+        assert save_safetensors({"w": torch.ones(1)}, path)
+    assert save_safetensors({"w": torch.ones(1)}, new, replaces=new.name.rsplit("-", 1)[0] + "-*")
+    assert sorted(new.parent.iterdir()) == sorted([new, other_mode])
+
+
+@pytest.mark.parametrize("damage", ["truncated", "another shape"])
+def test_a_cache_that_cannot_be_used_is_logged_and_the_model_quantised_again(tiny_snapshot, monkeypatch, caplog,
+                                                                            damage):
+    """A cached file cut short, or holding a layer of another shape under the same name, never loads a wrong model:
+    the load says so in the log, quantises from the shards, answers as a fresh load does and writes a good file."""
+    from apps.molm3d.pipeline import MoLM3DPipeline
+    from shared.checkpoints import load_safetensors, save_safetensors
+
+    cache = Path(tiny_snapshot.parent / f"converted-{damage.replace(' ', '-')}")
+    monkeypatch.setenv("DEMOHUB_CONVERTED_CACHE", str(cache))
+    fresh = MoLM3DPipeline.from_pretrained(tiny_snapshot, dtype=torch.bfloat16, quantization="int4")
+    [path] = cache.glob("*.safetensors")
+    good = {name: tensor.clone() for name, tensor in load_safetensors(path).items()}
+    if damage == "truncated":
+        path.write_bytes(path.read_bytes()[:path.stat().st_size // 2])
+    else:
+        tensors = dict(load_safetensors(path))
+        name = "model.layers.0.mlp.up_proj.scales_and_zeros"
+        tensors[name] = torch.cat([tensors[name], tensors[name]], dim=1)
+        assert save_safetensors(tensors, path)
+    again = MoLM3DPipeline.from_pretrained(tiny_snapshot, dtype=torch.bfloat16, quantization="int4")
+    assert "could not be used" in caplog.text and "Quantising" in caplog.text
+    expected, loaded = fresh.llm.state_dict(), again.llm.state_dict()
+    assert all(torch.equal(loaded[k], expected[k]) for k in expected)
+    written = load_safetensors(path)  # written again, whole
+    assert sorted(written) == sorted(good) and all(torch.equal(written[k], good[k]) for k in good)

@@ -103,13 +103,13 @@ MUTANTS = (
            "        if False:\n            mean_square",
            ("tests/shared/test_quantize.py::test_calibrated_int4_protects_the_large_input_channels_and_computes_what_it_stands_for",)),
     Mutant("molm3d-int4-uncalibrated", "3D-MoLM's int4 is calibrated as AWQ does (BENCHMARKS.md, on a trained "
-           "Llama)", "apps/molm3d/llm.py", '        if quantization == "int4" and calibrate is not None:',
-           "        if False:",
+           "Llama)", "apps/molm3d/llm.py", '    calibrated = quantization == "int4" and calibrate is not None',
+           "    calibrated = False",
            ("tests/molm3d/test_quantize.py::test_int4_is_calibrated_and_int8_is_not",)),
     Mutant("molm3d-int4-second-model-built", "calibrated int4 quantises the first model's layers again in place "
            "(BENCHMARKS.md: the peak while loading)", "apps/molm3d/llm.py",
-           "            _load_quantized(Path(folder), pairs, dtype, quantization, statistics, into=model)",
-           "            model = _load_quantized(Path(folder), pairs, dtype, quantization, statistics)",
+           "            _load_quantized(folder, pairs, dtype, quantization, statistics, into=model)",
+           "            model = _load_quantized(folder, pairs, dtype, quantization, statistics)",
            ("tests/molm3d/test_quantize.py::test_int4s_second_pass_quantises_the_first_models_layers_in_place",)),
     Mutant("requantize-into-new-buffers", "quantising again writes each layer's new codes into its old buffers "
            "(BENCHMARKS.md: int4's peak while loading, 4.9 GiB where new buffers gave 6.8)", "shared/quantize.py",
@@ -126,9 +126,28 @@ MUTANTS = (
            ("tests/molm3d/test_pipeline.py::test_the_static_cache_path_a_gpu_decodes_with_gives_the_same_answers",)),
     Mutant("llama-loaded-whole-then-quantised", "3D-MoLM's quantised load streams the shards (BENCHMARKS.md: "
            "4.8 GiB while loading, int4)", "apps/molm3d/llm.py",
-           "    if quantization:\n        model = _load_quantized(", "    if False:\n        model = _load_quantized(",
+           "    if not quantization:\n        model = LlamaForCausalLM.from_pretrained(",
+           "    if True:\n        model = LlamaForCausalLM.from_pretrained(",
            ("tests/molm3d/test_quantize.py::test_the_quantised_load_streams_and_never_builds_the_model_in_full_precision",
             )),
+    Mutant("quantised-cache-not-read", "a quantised load reads the model the previous one cached (BENCHMARKS.md: "
+           "int4 ready from the cache)", "apps/molm3d/llm.py",
+           "_read_cached(folder, cached, vocab_size) if cached.is_file() else",
+           "_read_cached(folder, cached, vocab_size) if False else",
+           ("tests/molm3d/test_quantize.py::test_the_quantised_model_is_cached_and_the_next_load_reads_it_tensor_for_tensor",)),
+    Mutant("quantised-cache-ignores-lora", "the quantised cache is keyed by everything the model is made of "
+           "(docs/deploying.md)", "apps/molm3d/llm.py", "tensors_digest(lora), mode,", "mode,",
+           ("tests/molm3d/test_quantize.py::test_the_cache_is_keyed_by_everything_the_quantised_model_is_made_of",)),
+    Mutant("quantised-cache-shapes-unchecked", "a cached quantised layer of another shape is refused, the model "
+           "quantised again (docs/deploying.md)", "shared/quantize.py",
+           "(value is None or tuple(value.shape) != spec[0]", "(value is None",
+           ("tests/molm3d/test_quantize.py::test_a_cache_that_cannot_be_used_is_logged_and_the_model_quantised_again",
+            "tests/shared/test_quantize.py::test_a_cached_quantised_model_fills_an_empty_one_tensor_for_tensor_and_"
+            "refuses_what_does_not_fit")),
+    Mutant("cache-fills-the-disk", "a cache write that would leave less than 1 GB free is skipped "
+           "(docs/deploying.md)", "shared/checkpoints.py",
+           "    if free_bytes(target.parent) < size + DISK_RESERVE_BYTES:", "    if False:",
+           ("tests/shared/test_checkpoints.py::test_a_cache_write_that_would_fill_the_disk_is_skipped_with_a_log",)),
     Mutant("prompt-start-not-reused", "a molecule's prompt starts from the stored KV cache of its preamble and "
            "instruction (BENCHMARKS.md, 3D-MoLM at full size)", "apps/molm3d/pipeline.py",
            "            stored = self._prefixes.get(key)\n", "            stored = None\n",
