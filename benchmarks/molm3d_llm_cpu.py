@@ -58,6 +58,7 @@ NEW = "new question, 16 tokens"  # asked with no stored start of its own: the fi
 OTHER_MOLECULE = "CN1C=NC2=C1C(=O)N(C(=O)N2C)C"  # caffeine: the warm-up asks every other request about it once
 DTYPES = {"bf16": torch.bfloat16, "fp32": torch.float32}
 WEIGHTS = ("bf16", "int8", "int4")  # the model's dtype (--dtype), then DEMOHUB_QUANTIZE's
+CACHED_CHECK = "property, 16 tokens"  # what a quantised option loaded again from its cache answers (as the first did)
 
 
 SHARD_BYTES = 10_000_000_000  # the official llama-2-7b-hf splits at about this size (9.98 GB + 3.5 GB in fp16)
@@ -203,7 +204,9 @@ def resident_bytes() -> int:
 
 
 def run_option(args: argparse.Namespace) -> dict:
-    """One weights option in this process: load, measure; the reference answers come from bf16's run."""
+    """One weights option in this process: load, measure; the reference answers come from bf16's run. With
+    ``--cached`` (a quantised option loaded again, from the cache its first process wrote): load, then answer
+    ``CACHED_CHECK`` only."""
     from shared.pool import estimate_bytes
 
     torch.set_num_threads(args.threads)
@@ -214,6 +217,12 @@ def run_option(args: argparse.Namespace) -> dict:
     load_peak = peak_bytes()
     resident = resident_bytes()
     pool_bytes = estimate_bytes(pipe.llm)
+    if args.cached:
+        rows = [{**measure(pipe, REQUESTS[CACHED_CHECK], decoding), "request": CACHED_CHECK, "decoding": decoding}
+                for decoding in ("official", "fast")]
+        return {"weights": args.one, "ready": ready, "load peak": load_peak, "resident": resident,
+                "pool bytes": pool_bytes, "rows": rows,
+                "peak": max(load_peak, peak_bytes(), *(r["peak"] for r in rows))}
     for kind, request in REQUESTS.items():  # warm-up: each instruction's prompt start stored, as on a hub in use
         if kind != NEW:
             pipe(OTHER_MOLECULE, decoding="fast", **{**request, "max_new_tokens": 1, "min_new_tokens": 1})
@@ -249,6 +258,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--write", action="store_true", help=argparse.SUPPRESS)  # a child process: the checkpoint
     parser.add_argument("--checkpoint", help=argparse.SUPPRESS)  # the folder written by --write
     parser.add_argument("--reference", help=argparse.SUPPRESS)  # the baseline's answers (JSON)
+    parser.add_argument("--cached", action="store_true", help=argparse.SUPPRESS)  # a child: the load from the cache
     args = parser.parse_args(argv)
     if args.write:
         write_checkpoint(args.smoke, Path(args.checkpoint))
@@ -259,9 +269,10 @@ def main(argv: list[str] | None = None) -> int:
     options = args.weights.split(",")
     if not set(options) <= set(WEIGHTS) or options[0] != "bf16":
         parser.error(f"--weights: options among {', '.join(WEIGHTS)}, the first bf16 (the baseline)")
-    results = []
+    results, cached = [], []
     with tempfile.TemporaryDirectory() as folder:
         reference, checkpoint = Path(folder) / "reference.json", Path(folder) / "llama-2-7b-hf"
+        os.environ["DEMOHUB_CONVERTED_CACHE"] = str(Path(folder) / "converted")  # the children's: none cached before
         smoke = ["--smoke"] if args.smoke else []
         started = time.perf_counter()
         subprocess.run([sys.executable, __file__, "--write", "--checkpoint", str(checkpoint), *smoke], check=True)
@@ -277,6 +288,14 @@ def main(argv: list[str] | None = None) -> int:
             results.append(json.loads(done.stdout.strip().splitlines()[-1]))
             if len(results) == 1:
                 reference.write_text(json.dumps(results[0]["reference"]))
+            if option != "bf16":  # loaded again, in a new process, from the quantised model the first one cached
+                done = subprocess.run([*command, "--cached"], capture_output=True, text=True)
+                if done.returncode:
+                    sys.stderr.write(done.stderr)
+                    return done.returncode
+                cached.append(json.loads(done.stdout.strip().splitlines()[-1]))
+        cache_bytes = {path.name.split("-")[1]: path.stat().st_size
+                       for path in (Path(folder) / "converted").glob("llama-*.safetensors")}
         shards = sorted(checkpoint.glob("*.bin"))
         sizes = " + ".join(human_bytes(path.stat().st_size) for path in shards)
     baseline = {(r["request"], r["decoding"]): r for r in results[0]["rows"]}
@@ -306,6 +325,18 @@ def main(argv: list[str] | None = None) -> int:
     print_table(["weights", "request", "decoding", "first token chosen", "first words on the page", "per new token",
                  "new tokens", "whole answer", "vs bf16, same decoding",
                  "same answer as bf16: same decoding / official", "peak memory while answering"], rows)
+    if cached:
+        print()
+        first = {(r["weights"], row["request"], row["decoding"]): row for r in results for row in r["rows"]}
+        ready = {r["weights"]: r["ready"] for r in results}
+        print_table(["weights", "ready from the cache", "ready quantising (the process above)", "cache file",
+                     "peak while loading", "request", "decoding", "first token chosen", "whole answer",
+                     "same answer as the process above", "peak of the process"],
+                    [[r["weights"], f"{r['ready']:.1f} s", f"{ready[r['weights']]:.0f} s",
+                      human_bytes(cache_bytes.get(r["weights"], 0)), f"{r['load peak'] / 2**30:.1f} GiB",
+                      row["request"], row["decoding"], f"{row['first token']:.1f} s", f"{row['whole']:.1f} s",
+                      "yes" if row["text"] == first[(r["weights"], row["request"], row["decoding"])]["text"] else "no",
+                      f"{r['peak'] / 2**30:.1f} GiB"] for r in cached for row in r["rows"]])
     return 0
 
 

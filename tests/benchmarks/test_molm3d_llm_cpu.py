@@ -42,3 +42,7 @@ def test_smoke_run_measures_every_option_request_and_decoding():
         answering, whole = float(row[10].split()[0]), gib[[r[0] for r in options].index(row[0])][2]
         assert 0 < answering <= whole  # the peak while answering, within the process's
     assert [r[9] for r in rows[:4:2]] == ["yes / yes", "yes / yes"]  # bf16's official answers are the reference
+    cached = table(done.stdout, "weights | ready from the cache")  # int8, int4 loaded again from their cache
+    assert [(r[0], r[6]) for r in cached] == [(w, d) for w in ("int8", "int4") for d in ("official", "fast")]
+    assert all(r[9] == "yes" for r in cached), "the cached model answers as the model it was made from"
+    assert all(float(r[3].split()[0]) > 0 and float(r[10].split()[0]) >= float(r[4].split()[0]) > 0 for r in cached)
