@@ -20,9 +20,9 @@ channel's mean square). BENCHMARKS.md ("on a trained Llama") measures each choic
 
 Quantising a 7B model takes minutes (calibrated int4: about 7.5 on two cores), so a loader may cache the result
 (``save_quantized``: the codes, scales and every other tensor, and the calibration's statistics, as one safetensors file
-in the conversion cache) and fill the next load's empty model from it (``read_quantized``): no pickle, no code, the file
-memory-mapped. The file's name carries what it was made from (``shared.checkpoints.cache_path``), ``CACHE_FORMAT`` and
-PyTorch's version (which decides the int4 packing), so a change to any of them quantises again.
+in the conversion cache) and fill the next load's empty model from it (``read_quantized``): no pickle, no code. The
+file's name carries what it was made from (``shared.checkpoints.cache_path``), ``CACHE_FORMAT`` and PyTorch's version
+(which decides the int4 packing), so a change to any of them quantises again.
 """
 
 from __future__ import annotations
@@ -411,10 +411,10 @@ def save_quantized(model: nn.Module, target: Path, statistics: dict[str, torch.T
 def read_quantized(model: nn.Module, source: Path) -> dict[str, torch.Tensor]:
     """Fill ``model``, built with its parameters on the meta device, from ``save_quantized``'s file: each Linear whose
     codes the file holds becomes its quantised form, of the shapes and dtypes its width asks for, and every tensor is
-    placed as the file holds it (memory-mapped: the file's pages are the model's memory). Returns the statistics the
+    placed, copied out of the file into aligned memory (``load_safetensors(owned=True)``). Returns the statistics the
     file holds. A file that does not fit the model raises ``ValueError`` (``CheckpointError`` if it cannot be read);
     the model is then half-filled, so the caller builds it anew."""
-    tensors = load_safetensors(source)
+    tensors = load_safetensors(source, owned=True)
     for name, module in list(model.named_modules()):
         if type(module) is nn.Linear and (quantized := _quantized_from(name, module, tensors)) is not None:
             parent_name, _, child = name.rpartition(".")

@@ -273,6 +273,7 @@ def test_the_quantised_model_is_cached_and_the_next_load_reads_it_tensor_for_ten
     second = MoLM3DPipeline.from_pretrained(tiny_snapshot, dtype=torch.bfloat16, quantization=mode)
     expected, loaded = first.llm.state_dict(), second.llm.state_dict()
     assert list(loaded) == list(expected) and all(torch.equal(loaded[k], expected[k]) for k in expected)
+    assert all(tensor.data_ptr() % 64 == 0 for tensor in loaded.values())  # as the kernels read them, not the file's
     assert type(second.llm.lm_head) is type(first.llm.lm_head)  # int8 quantises the resized output layer again
     assert torch.equal(second.llm.model.rotary_emb.inv_freq, first.llm.model.rotary_emb.inv_freq)
     assert second.llm.generation_config.eos_token_id == first.llm.generation_config.eos_token_id

@@ -132,9 +132,15 @@ MUTANTS = (
             )),
     Mutant("quantised-cache-not-read", "a quantised load reads the model the previous one cached (BENCHMARKS.md: "
            "int4 ready from the cache)", "apps/molm3d/llm.py",
-           "_read_cached(folder, cached, vocab_size) if cached.is_file() else",
+           "_read_cached(folder, cached, vocab_size) if cached and cached.is_file() else",
            "_read_cached(folder, cached, vocab_size) if False else",
            ("tests/molm3d/test_quantize.py::test_the_quantised_model_is_cached_and_the_next_load_reads_it_tensor_for_tensor",)),
+    Mutant("cached-weights-left-in-the-file", "a cached quantised model is copied into aligned memory (a 7B int8 "
+           "model read in place crashed PyTorch's kernel: BENCHMARKS.md)", "shared/quantize.py",
+           "    tensors = load_safetensors(source, owned=True)", "    tensors = load_safetensors(source)",
+           ("tests/shared/test_quantize.py::test_a_cached_quantised_model_fills_an_empty_one_tensor_for_tensor_and_"
+            "refuses_what_does_not_fit",
+            "tests/molm3d/test_quantize.py::test_the_quantised_model_is_cached_and_the_next_load_reads_it_tensor_for_tensor")),
     Mutant("quantised-cache-ignores-lora", "the quantised cache is keyed by everything the model is made of "
            "(docs/deploying.md)", "apps/molm3d/llm.py", "tensors_digest(lora), mode,", "mode,",
            ("tests/molm3d/test_quantize.py::test_the_cache_is_keyed_by_everything_the_quantised_model_is_made_of",)),
