@@ -15,6 +15,7 @@ import logging
 import mmap
 import os
 import pickle
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -145,15 +146,17 @@ def tensors_digest(tensors: dict) -> str:
 
 def save_safetensors(tensors: dict, target: str | Path, metadata: dict[str, str] | None = None,
                      replaces: str | None = None) -> bool:
-    """Write atomically (temp file + rename). On a read-only or full disk, or where the file would leave less than
-    ``DISK_RESERVE_BYTES`` free, log and return False. ``replaces``: a pattern of the older files in the target's
-    folder that this one supersedes (removed once it is written)."""
+    """Write atomically (a temporary file of this writer's own, then a rename). On a read-only or full disk, or
+    where the file would leave less than ``DISK_RESERVE_BYTES`` free, log and return False. ``replaces``: a pattern of
+    the older files in the target's folder that this one supersedes (removed once it is written)."""
     from safetensors.torch import save_file
 
     from shared.weights import DISK_RESERVE_BYTES, free_bytes
 
     target = Path(target)
-    tmp = target.with_name(target.name + ".partial")
+    # a name of this writer's own: two processes caching the same file at once (replicas starting together) each write
+    # a whole one, and the last rename wins, where a shared name would interleave their bytes into one
+    tmp = target.with_name(f"{target.name}.{os.getpid()}-{threading.get_ident()}.partial")
     size = sum(v.numel() * v.element_size() for v in tensors.values())
     if free_bytes(target.parent) < size + DISK_RESERVE_BYTES:
         log.warning("Not caching %s (%.1f GB): the disk would keep less than %.0f GB free. Loading stays correct, "

@@ -150,6 +150,11 @@ MUTANTS = (
            ("tests/molm3d/test_quantize.py::test_a_cache_that_cannot_be_used_is_logged_and_the_model_quantised_again",
             "tests/shared/test_quantize.py::test_a_cached_quantised_model_fills_an_empty_one_tensor_for_tensor_and_"
             "refuses_what_does_not_fit")),
+    Mutant("cache-writers-share-a-file", "writers caching the same file at once leave one whole file "
+           "(docs/deploying.md)", "shared/checkpoints.py",
+           '    tmp = target.with_name(f"{target.name}.{os.getpid()}-{threading.get_ident()}.partial")',
+           '    tmp = target.with_name(target.name + ".partial")',
+           ("tests/shared/test_checkpoints.py::test_writers_caching_the_same_file_at_once_leave_one_whole_file",)),
     Mutant("cache-fills-the-disk", "a cache write that would leave less than 1 GB free is skipped "
            "(docs/deploying.md)", "shared/checkpoints.py",
            "    if free_bytes(target.parent) < size + DISK_RESERVE_BYTES:", "    if False:",

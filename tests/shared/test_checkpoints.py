@@ -157,3 +157,31 @@ def test_cache_paths_and_digests_follow_their_parts(tmp_path, monkeypatch):
                   {**tensors, "a": torch.ones(2, 3, dtype=torch.float16)},
                   {**tensors, "a": tensors["a"] * 2}, {"c": tensors["a"], "b": tensors["b"]}):
         assert checkpoints.tensors_digest(other) != digest
+
+
+def test_writers_caching_the_same_file_at_once_leave_one_whole_file(tmp_path, monkeypatch):
+    """Replicas that start together may cache the same conversion at once: each writes a temporary file of its own
+    and the last rename wins, so the file is always one writer's whole file (a shared temporary name interleaved
+    their bytes: a file of the right shapes holding wrong values)."""
+    import threading
+
+    import safetensors.torch
+
+    save_file, started, names = safetensors.torch.save_file, threading.Barrier(2), []
+
+    def together(tensors, filename, metadata=None):
+        names.append(filename)
+        started.wait(timeout=10)  # both writers are writing before either renames
+        save_file(tensors, filename, metadata=metadata)
+
+    monkeypatch.setattr(safetensors.torch, "save_file", together)
+    target = tmp_path / "m.safetensors"
+    values = [torch.full((256,), float(i)) for i in range(2)]
+    writers = [threading.Thread(target=checkpoints.save_safetensors, args=({"w": v}, target)) for v in values]
+    for writer in writers:
+        writer.start()
+    for writer in writers:
+        writer.join()
+    assert len(set(names)) == 2, "each writer has a temporary file of its own"
+    written = checkpoints.load_safetensors(target)["w"]
+    assert any(torch.equal(written, v) for v in values) and not list(tmp_path.glob("*.partial"))
