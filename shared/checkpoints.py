@@ -166,11 +166,11 @@ def save_safetensors(tensors: dict, target: str | Path, metadata: dict[str, str]
         target.parent.mkdir(parents=True, exist_ok=True)
         save_file({k: v.contiguous() for k, v in tensors.items()}, str(tmp), metadata=metadata)
         os.replace(tmp, target)
-    except OSError as error:
+    except (OSError, RuntimeError, ValueError) as error:  # the disk, or tensors safetensors refuses (shared memory)
         with contextlib.suppress(OSError):  # the folder itself may be what is unwritable
             tmp.unlink(missing_ok=True)
         reason = {errno.ENOSPC: "the disk is full", errno.EROFS: "the cache is read-only",
-                  errno.EACCES: "the cache is not writable"}.get(error.errno, str(error))
+                  errno.EACCES: "the cache is not writable"}.get(getattr(error, "errno", None), str(error))
         log.warning("Not caching the converted weights at %s: %s. Loading stays correct, only slower.",
                     target, reason)
         return False

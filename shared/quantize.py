@@ -401,7 +401,7 @@ def save_quantized(model: nn.Module, target: Path, statistics: dict[str, torch.T
     supersedes). Returns whether it was written."""
     tensors, seen = {}, set()
     for name, tensor in model.state_dict().items():
-        if tensor.data_ptr() not in seen:  # a tied weight once (``read_quantized`` ties it again)
+        if not tensor.numel() or tensor.data_ptr() not in seen:  # a tied weight once (``read_quantized`` ties it)
             seen.add(tensor.data_ptr())
             tensors[name] = tensor
     tensors.update({STATISTICS + name: value.contiguous() for name, value in (statistics or {}).items()})

@@ -185,3 +185,12 @@ def test_writers_caching_the_same_file_at_once_leave_one_whole_file(tmp_path, mo
     assert len(set(names)) == 2, "each writer has a temporary file of its own"
     written = checkpoints.load_safetensors(target)["w"]
     assert any(torch.equal(written, v) for v in values) and not list(tmp_path.glob("*.partial"))
+
+
+def test_tensors_the_format_refuses_are_not_cached_and_the_load_goes_on(tmp_path, caplog):
+    """A cache write never fails a load: tensors that share memory (which safetensors refuses) are logged and not
+    written, as a full disk is."""
+    base = torch.arange(8.0)
+    target = tmp_path / "m.safetensors"
+    assert checkpoints.save_safetensors({"a": base, "b": base[2:]}, target) is False
+    assert not target.exists() and not list(tmp_path.glob("*.partial")) and "Not caching" in caplog.text
