@@ -3,6 +3,7 @@ hub uses (``shared.context.load_pipeline``), counted by the pool at their new si
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -258,8 +259,7 @@ def test_the_quantised_model_is_cached_and_the_next_load_reads_it_tensor_for_ten
     from apps.molm3d.pipeline import MoLM3DPipeline
     from shared import quantize
 
-    cache = Path(tiny_snapshot.parent / f"converted-{mode}")
-    monkeypatch.setenv("DEMOHUB_CONVERTED_CACHE", str(cache))
+    cache = Path(os.environ["DEMOHUB_CONVERTED_CACHE"])  # this test's own (conftest's own_conversion_cache)
     first = MoLM3DPipeline.from_pretrained(tiny_snapshot, dtype=torch.bfloat16, quantization=mode)
     written = sorted(cache.glob("*.safetensors"))
     assert [p.name.split("-")[:2] for p in written] == [["llama", mode]]
@@ -326,15 +326,13 @@ def test_the_cache_is_keyed_by_everything_the_quantised_model_is_made_of(tiny_sn
 
 
 @pytest.mark.parametrize("damage", ["truncated", "another shape"])
-def test_a_cache_that_cannot_be_used_is_logged_and_the_model_quantised_again(tiny_snapshot, monkeypatch, caplog,
-                                                                            damage):
+def test_a_cache_that_cannot_be_used_is_logged_and_the_model_quantised_again(tiny_snapshot, caplog, damage):
     """A cached file cut short, or holding a layer of another shape under the same name, never loads a wrong model:
     the load says so in the log, quantises from the shards, answers as a fresh load does and writes a good file."""
     from apps.molm3d.pipeline import MoLM3DPipeline
     from shared.checkpoints import load_safetensors, save_safetensors
 
-    cache = Path(tiny_snapshot.parent / f"converted-{damage.replace(' ', '-')}")
-    monkeypatch.setenv("DEMOHUB_CONVERTED_CACHE", str(cache))
+    cache = Path(os.environ["DEMOHUB_CONVERTED_CACHE"])  # this test's own (conftest's own_conversion_cache)
     fresh = MoLM3DPipeline.from_pretrained(tiny_snapshot, dtype=torch.bfloat16, quantization="int4")
     [path] = cache.glob("*.safetensors")
     good = {name: tensor.clone() for name, tensor in load_safetensors(path).items()}
