@@ -29,6 +29,20 @@ def median_time(fn: Callable[[], object], repeats: int, warmup: bool = False) ->
     return statistics.median(times)
 
 
+def interleaved_times(fns: dict[str, Callable[[], object]], repeats: int) -> dict[str, list[float]]:
+    """Wall times of each of ``fns`` over ``repeats`` rounds, one call of each per round (after one uncounted call of
+    each), so that the machine's load drift hits all of them alike."""
+    for fn in fns.values():
+        fn()
+    times = {name: [] for name in fns}
+    for _ in range(repeats):
+        for name, fn in fns.items():
+            start = time.perf_counter()
+            fn()
+            times[name].append(time.perf_counter() - start)
+    return times
+
+
 def proc_status(field: str, pid: int | str = "self") -> int:
     """A memory figure of ``/proc/<pid>/status`` in bytes (VmRSS, VmHWM: the resident memory and its peak)."""
     for line in Path(f"/proc/{pid}/status").read_text().splitlines():

@@ -50,6 +50,9 @@ BENCHMARKS = [
      "bf16 (3D-MoLM's CPU dtype) in the same run on the same prompts and text; each option quantised by "
      "`shared/quantize.py` as 3D-MoLM quantises its Llama; goal (issue #40): int4 ≥ 95% and int8 ≥ 99% of greedy "
      "tokens as bf16's", "python benchmarks/quantize_trained.py --variants"),
+    ("Quantised layers on a CPU, by rows", "bf16 on the same Llama-2-7B MLP weight (11,008 x 4,096, seeded random), "
+     "timed alternately in the same run; what `shared/quantize.py`'s packed/widened thresholds rest on, and why "
+     "int4's new question waits longer than bf16's (#40, item 3)", "python benchmarks/quantize_layers.py"),
     ("PraX: bundled pragmatic vs literal listener", "`tiny-literal` on the same held-out specs, same run, 50 listener "
      "samples per spec, 3 sampling seeds; the paper claims pragmatic training wins on informative examples",
      "python benchmarks/prax_listeners.py --samples 50"),

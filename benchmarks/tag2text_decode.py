@@ -19,7 +19,6 @@ import argparse
 import os
 import statistics
 import sys
-import time
 from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
@@ -32,7 +31,7 @@ from apps.tag2text.config import BertSize, Tag2TextConfig  # noqa: E402
 from apps.tag2text.decoding import beam_search  # noqa: E402
 from apps.tag2text.model import build_model  # noqa: E402
 from apps.tag2text.pipeline import Tag2TextPipeline, class_thresholds  # noqa: E402
-from benchmarks.common import median_time  # noqa: E402
+from benchmarks.common import interleaved_times, median_time  # noqa: E402
 from tests.fixtures.tiny_tag2text import init_random  # noqa: E402
 
 SMALL = Tag2TextConfig(
@@ -46,14 +45,8 @@ TAGS = ["dog", "beach", "frisbee", "sky", "sand", "ocean", "wave", "person"]
 
 def paired_times(first, second, repeats: int) -> tuple[float, float, float]:
     """Medians of ``first`` and ``second`` timed alternately (so load drift hits both), and the median ratio."""
-    first()
-    second()
-    a, b = [], []
-    for _ in range(repeats):
-        for fn, out in ((first, a), (second, b)):
-            start = time.perf_counter()
-            fn()
-            out.append(time.perf_counter() - start)
+    times = interleaved_times({"first": first, "second": second}, repeats)
+    a, b = times["first"], times["second"]
     return statistics.median(a), statistics.median(b), statistics.median(x / y for x, y in zip(a, b, strict=True))
 
 
