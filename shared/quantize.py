@@ -8,9 +8,10 @@ features, which Llama-sized models have and which int8 activations would clip, p
 Decoding reads every weight once per new token for a few rows (one per beam), so it is bound by the bytes read: the
 packed kernels read 2x (int8) or 4x (int4) fewer than bf16. A long prompt (many rows) is bound by arithmetic, where the
 packed kernels are slower than bf16's: there a layer widens its weight to the activations' dtype a tile at a time,
-into a buffer its thread reuses, and multiplies in that dtype (int8: within a few percent of bf16's time; int4, which
-unpacks two codes a byte and applies a scale and a zero per group, about 16 ms more per Llama-2-7B MLP weight, where
-its kernel took 2.4x bf16's time). BENCHMARKS.md measures both on Llama-2-7B's shape.
+into a buffer its thread reuses, and multiplies in that dtype (int8: 1.1-1.2x bf16's time; int4, which unpacks two
+codes a byte and applies a scale and a zero per group, about 16 ms more per Llama-2-7B MLP weight, 2.0x bf16's time
+at 62 rows, where its kernel takes 2.2x and 2.4x at 150). BENCHMARKS.md ("Quantised layers on a CPU, by rows")
+measures both on Llama-2-7B's shape: bf16 there runs near this CPU's best arithmetic rate, so no unpacking comes free.
 
 int4 may be calibrated (``statistics``: each layer's inputs over a short calibration text, ``input_statistics``), as
 AWQ does: a weight column whose input channel is large is scaled up before rounding (by ``rms(x) ** 0.5``) and the
@@ -39,9 +40,9 @@ from shared.checkpoints import load_safetensors, save_safetensors
 from shared.device import QUANTIZE_MODES as MODES
 
 PACKED_ROWS = 16  # up to this many rows (tokens x beams) an int8 layer runs the packed kernel, beyond them it widens
-# its weight a tile at a time (WIDEN_ROWS) and multiplies in the activations' dtype: on a Llama-2-7B MLP weight
-# (2-core AMD EPYC) 17 rows take 13.8 ms packed against 14.7 widened, 65 rows 44.7 against 20.0, 150 rows 100 against
-# 37 (bf16 itself: 7.3, 16.7, 33.3 ms)
+# its weight a tile at a time (WIDEN_ROWS) and multiplies in the activations' dtype: across a Llama-2-7B layer's seven
+# weights (2-core AMD EPYC) widening wins from about 14 rows (BENCHMARKS.md, "Quantised layers on a CPU, by rows",
+# `python benchmarks/quantize_layers.py`)
 AWQ_POWER = 0.5  # int4's scale per input channel: rms(x) ** 0.5, normalised (AWQ's usual optimum)
 CLIP_RATIOS = (1.0, 0.95, 0.9, 0.85, 0.8)  # int4: each group's range shrunk by these, the least costly kept
 ROUND_ROWS = 1024  # int4 rounds (and calibrated, searches each group's range for) this many output rows at a time
@@ -50,8 +51,8 @@ WIDEN_ROWS = 1024  # a long prompt widens an int8 weight this many output rows a
 # memory, 61 ms: allocating and first touching 90 MB costs more than the conversion)
 INT4_GROUPS = (128, 64, 32)  # group sizes the int4 kernel takes, the largest that divides a layer's width wins
 INT4_PACKED_ROWS = 56  # up to this many rows an int4 layer runs its kernel, beyond them it widens its weight: on a
-# Llama-2-7B MLP weight 48 rows take 25.9 ms in the kernel against 29.8 widened, 64 rows 35.6 against 30.8, 150 rows
-# 79.8 against 53.1 (bf16: 13.0, 16.2, 32.6 ms)
+# Llama-2-7B MLP weight 48 rows take 25.1 ms in the kernel against 28.7 widened, 62 rows 33.4 against 31.4, 150 rows
+# 79.2 against 51.3 (bf16: 12.7, 15.4, 32.5 ms; the same benchmark)
 CACHE_FORMAT = "int8 per channel, int4 AWQ (2026-12-06)"  # what a cached quantised model holds: change it with the
 # layouts or the calibration above, and no cache made before is read
 STATISTICS = "input_statistics."  # the names of the calibration's statistics in a cached quantised model start so
