@@ -578,11 +578,20 @@ CSS = """
 .gradio-container label { max-width: 100%; }
 .gradio-container label span { overflow-wrap: anywhere; }
 """ + views.CARDS_CSS + EMBED_CSS
+# Rules for what Gradio's own stylesheet places outside the app's content (the page links above it), which ``css``
+# cannot reach (Gradio scopes it to ``.contain``): in the page's head. At a paper page's ~720 px the page links keep
+# one line (Gradio's margins and padding wrapped the last one).
+HEAD_CSS = """<style>
+@media (max-width: 800px) {
+  .nav-holder nav { margin: 0 .5rem !important; padding: 0 .5rem !important; gap: 2px !important; }
+  .nav-holder nav a { padding: 4px 6px !important; }
+}
+</style>"""
 
 
 def look() -> dict[str, Any]:
     """``launch(**look())``: the theme and stylesheet every Gradio front end of the hub uses."""
-    return {"theme": theme(), "css": CSS, "head": EMBED_HEAD}
+    return {"theme": theme(), "css": CSS, "head": HEAD_CSS + EMBED_HEAD}
 
 
 def theme() -> gr.themes.Base:

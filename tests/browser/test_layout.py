@@ -61,6 +61,9 @@ def test_page_fits_width_and_shows_its_main_controls(browser, hub_url, route, wi
             box = control.bounding_box()
             assert box and box["x"] >= 0 and box["x"] + box["width"] <= width + 1, f"{name} is off screen: {box}"
         page.screenshot(path=shots(tmp_path) / f"{route or 'landing'}-{width}-{theme}.png", full_page=True)
+        lines = page.evaluate("() => new Set([...document.querySelectorAll('.nav-holder a')]"
+                              ".map(a => Math.round(a.getBoundingClientRect().top))).size")
+        assert lines == 1, f"the hub's page links wrap onto {lines} lines at {width} px"
         overflow = page.evaluate("() => document.documentElement.scrollWidth - window.innerWidth")
         assert overflow <= 1, f"{route or 'landing'} scrolls sideways by {overflow} px at {width} px"
         is_dark = page.evaluate("() => document.body.classList.contains('dark')")

@@ -20,7 +20,7 @@ class Mutant:
     path: str  # product file, relative to the repository root
     find: str  # occurs exactly once in ``path``
     replace: str
-    tests: tuple[str, ...]  # pytest node ids or paths (with ``-k`` expressions after "::-k ") that must fail
+    tests: tuple[str, ...]  # pytest node ids (a parametrized case as ``name[ids]``) or paths that must fail
 
 
 SHARES = "tests/security/test_shares.py"
@@ -214,6 +214,9 @@ MUTANTS = (
     Mutant("public-url-ignored", "a hub given --public-url shows snippets with it (docs/embed.md)", "apps/ui.py",
            "const page = base ? base + route : here;", "const page = here;",
            ("tests/browser/test_embed_address.py::test_a_hub_given_its_public_address_shows_snippets_with_it",)),
+    Mutant("page-links-wrap-at-720", "the hub's page links keep one line at a paper page's 720 px "
+           "(docs/architecture.md, One look)", "apps/ui.py", '"head": HEAD_CSS + EMBED_HEAD', '"head": EMBED_HEAD',
+           ("tests/browser/test_layout.py::test_page_fits_width_and_shows_its_main_controls[landing-720-light]",)),
     Mutant("smiles-read-as-markdown", "a typed SMILES is shown as written, never read as Markdown (docs/demos.md, "
            "3D-MoLM)", "apps/molm3d/views.py", 'lines = [f"**{text(conf.smiles[:120])}**:',
            'lines = [f"**{conf.smiles[:120]}**:', ("tests/hub/test_text.py",)),
