@@ -1,8 +1,10 @@
 """The code a visitor searches, cut into snippets: pasted code, source files, zips of a repository (torch-free).
 
 A file is cut where a line starts at the margin after a blank line (a new top-level function, class or statement
-group: the unit the paper embeds is a function), and a piece longer than ``MAX_SNIPPET_LINES`` is cut again at that
-many lines. Each snippet keeps its file and first and last line numbers.
+group: the unit the paper embeds is a function), never inside a triple-quoted string (a docstring's paragraphs) or,
+in the languages that have them, a ``/* */`` comment (a license header's), and a piece longer than
+``MAX_SNIPPET_LINES`` is cut again at that many lines (which also bounds what a stray quote can hold together). Each
+snippet keeps its file and first and last line numbers.
 
 Everything is read within budgets, from the zip's directory first (``shared.uploads.open_zip``): at most
 ``MAX_FILES`` source files, ``MAX_FILE_BYTES`` each and ``MAX_TOTAL_BYTES`` together, and ``MAX_SNIPPETS`` snippets
@@ -30,6 +32,12 @@ SOURCE_SUFFIXES = frozenset(  # what a zip's members are read for; an uploaded f
     ".py .pyi .js .jsx .mjs .ts .tsx .java .kt .scala .go .rb .php .c .h .cc .cpp .hpp .cs .rs .swift .m .sh .lua "
     ".r .jl .sql .pl .hs .ml .ex .exs .erl .clj .dart .vue .svelte".split())
 
+QUOTES = ('"""', "'''")  # a triple-quoted string (Python's docstrings; Julia, Kotlin, Scala, Swift, Dart alike)
+CLOSERS = {'"""': '"""', "'''": "'''", "/*": "*/"}
+BLOCK_COMMENT_SUFFIXES = frozenset(  # where "/*" opens a comment (in Python it is a glob's "src/**/*.py")
+    ".js .jsx .mjs .ts .tsx .java .kt .scala .go .php .c .h .cc .cpp .hpp .cs .rs .swift .m .sql .dart .vue .svelte"
+    .split())
+
 
 @dataclass(frozen=True)
 class Snippet:
@@ -46,12 +54,16 @@ class Corpus:
 
 
 def cut(text: str, path: str) -> list[Snippet]:
-    """``text``'s snippets: a new one where a line starts at the margin after a blank line; none of only blanks."""
+    """``text``'s snippets: a new one where a line outside a multi-line string or comment starts at the margin after
+    a blank line; none of only blanks."""
     lines = text.replace("\r\n", "\n").replace("\r", "\n").split("\n")
+    openers = (*QUOTES, "/*") if PurePosixPath(path).suffix.lower() in BLOCK_COMMENT_SUFFIXES else QUOTES
     pieces: list[tuple[int, int]] = []  # [start, end) line indexes
-    start = 0
+    start, closing = 0, None
     for i in range(1, len(lines)):
-        starts_block = lines[i][:1] not in ("", " ", "\t", "}", ")", "]") and not lines[i - 1].strip()
+        closing = _still_open(lines[i - 1], closing, openers)
+        starts_block = (closing is None and lines[i][:1] not in ("", " ", "\t", "}", ")", "]")
+                        and not lines[i - 1].strip())
         if starts_block or i - start >= MAX_SNIPPET_LINES:
             pieces.append((start, i))
             start = i
@@ -65,6 +77,24 @@ def cut(text: str, path: str) -> list[Snippet]:
         if begin < stop:
             snippets.append(Snippet(path, begin + 1, stop, "\n".join(lines[begin:stop])))
     return snippets
+
+
+def _still_open(line: str, closing: str | None, openers: tuple[str, ...]) -> str | None:
+    """What closes the string or comment still open after ``line`` (None: none is), given what closed the one open
+    before it."""
+    at = 0
+    while True:
+        if closing is None:
+            found = [(i, opener) for opener in openers if (i := line.find(opener, at)) >= 0]
+            if not found:
+                return None
+            at, opener = min(found)
+            closing, at = CLOSERS[opener], at + len(opener)
+        else:
+            end = line.find(closing, at)
+            if end < 0:
+                return closing
+            closing, at = None, end + len(closing)
 
 
 class _Reader:

@@ -35,4 +35,15 @@ MUTANTS = (
            "fidelity; gelu_new is GELU's tanh form)", "apps/codesage/model.py",
            '"gelu_new": lambda x: F.gelu(x, approximate="tanh"),', '"gelu_new": F.gelu,',
            ("tests/codesage/test_official_parity.py",)),
+    Mutant("codesage-docstring-split", "a file is never cut inside a triple-quoted string or a /* */ comment "
+           "(docs/demos.md, CodeSage)", "apps/codesage/corpus.py", "starts_block = (closing is None and",
+           "starts_block = (True and",
+           ("tests/codesage/test_corpus.py::test_a_docstring_with_blank_lines_stays_whole_in_its_snippet",
+            "tests/codesage/test_corpus.py::test_a_block_comment_with_blank_lines_stays_whole_and_python_"
+            "globs_open_none")),
+    Mutant("codesage-comments-in-every-language", "'/*' opens a comment only in the languages that have one "
+           "(docs/demos.md, CodeSage)", "apps/codesage/corpus.py",
+           "if PurePosixPath(path).suffix.lower() in BLOCK_COMMENT_SUFFIXES else QUOTES", "if True else QUOTES",
+           ("tests/codesage/test_corpus.py::test_a_block_comment_with_blank_lines_stays_whole_and_python_"
+            "globs_open_none",)),
 )

@@ -40,6 +40,40 @@ def test_braces_close_a_block_without_starting_one():
     assert [(s.start, s.end) for s in cut(js, "a.js")] == [(1, 4), (6, 8)]
 
 
+MODULE = '''"""A module whose docstring has paragraphs.
+
+Usage at the margin, after a blank line, is still the docstring.
+"""
+
+import os
+
+
+def first(items):
+    """The first item.
+
+Continued at the margin (as some code writes it).
+    """
+    return items[0]
+'''
+
+
+def test_a_docstring_with_blank_lines_stays_whole_in_its_snippet():
+    snippets = cut(MODULE, "module.py")
+    assert [(s.start, s.end) for s in snippets] == [(1, 4), (6, 6), (9, 14)]
+    assert snippets[0].code.endswith('"""') and "Usage at the margin" in snippets[0].code
+    assert snippets[2].code.startswith("def first") and "Continued at the margin" in snippets[2].code
+    assert [(s.start, s.end) for s in cut(MODULE, PASTED)] == [(1, 4), (6, 6), (9, 14)], "pasted code too"
+
+
+def test_a_block_comment_with_blank_lines_stays_whole_and_python_globs_open_none():
+    c = "/*\nCopyright.\n\nLicensed under the MIT license.\n*/\n\nint one(void) {\n  return 1;\n}\n"
+    assert [(s.start, s.end) for s in cut(c, "one.c")] == [(1, 5), (7, 9)]
+    py = 'FILES = "data/*.csv"\n\n\ndef two():\n    return 2\n\n\ndef three():\n    return 3\n'
+    assert [(s.start, s.end) for s in cut(py, "glob.py")] == [(1, 1), (4, 5), (8, 9)], "'/*' opens no comment in Python"
+    closed = 'x = """one line"""\n\ny = 1\n'
+    assert [(s.start, s.end) for s in cut(closed, "closed.py")] == [(1, 1), (3, 3)], "a string closed on its line"
+
+
 def test_a_long_block_is_cut_at_the_line_limit():
     text = "def long():\n" + "".join(f"    x{i} = {i}\n" for i in range(150))
     ends = [(s.start, s.end) for s in cut(text, "long.py")]
