@@ -26,7 +26,8 @@ ENDPOINTS = (
             Input("image", "file", "the image (JPEG, PNG, WebP, BMP, GIF or TIFF; at most 25 MB by default and 50 "
                   'megapixels); over MCP send it as a data URI ("data:image/png;base64,..."); a web address '
                   "(http/https) is refused unless the operator started the hub with --allow-url-inputs",
-                  argument="images", help="JPEG, PNG, WebP, BMP, GIF or TIFF, at most 25 MB and 50 megapixels."),
+                  argument="images", example="apps/tag2text/examples/beach.png",
+                  help="JPEG, PNG, WebP, BMP, GIF or TIFF, at most 25 MB and 50 megapixels."),
             THRESHOLD,
             USER_TAGS,
         ),
@@ -42,6 +43,7 @@ ENDPOINTS = (
             Input("files", "files", "image files and/or zip archives of images, at most 64 images and 250 "
                   'megapixels in all; over MCP send each as a data URI ("data:image/png;base64,..."); web '
                   "addresses only where the operator allows them (--allow-url-inputs)", argument="images",
+                  example=["apps/tag2text/examples/beach.png", "apps/tag2text/examples/fruit.png"],
                   label="Images or zip archives",
                   help="Several images and/or zip archives of images: at most 64 images and 250 megapixels in all."),
             THRESHOLD,

@@ -16,6 +16,7 @@ import textwrap
 
 import pytest
 
+import apps
 from apps import authoring
 from shared.registry import Demo
 from tests.commands import REPO, checkout_env
@@ -250,3 +251,10 @@ def test_run_tests_shows_pytests_output_and_returns_its_exit_code_and_counts(mon
     monkeypatch.setattr(authoring, "selection", lambda demo_id, root: [
         "tests/hub/test_authoring.py", "-p", "no:cacheprovider", "-k", "no_such_test"])
     assert authoring.run_tests(NEWEST) == (5, "pytest exited with 5")
+
+
+@pytest.mark.parametrize("demo", apps.DEMOS, ids=lambda d: d.id)
+def test_every_demo_declares_an_example_for_every_input_as_check_asks_a_new_one(demo):
+    """What `demohub check` asks of a new demo's API (an example for every input, each run function found), every
+    demo's declaration has: the generated tests and example calls start from it."""
+    assert authoring._api_problems(demo) == []
