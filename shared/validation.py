@@ -1,4 +1,5 @@
-"""Checks on what users send to any demo (API or page): free text (type, length, invisible characters) and numbers."""
+"""Checks on what users send to any demo (API or page): free text (type, length, invisible characters), numbers
+and names chosen from a list."""
 
 from __future__ import annotations
 
@@ -42,6 +43,22 @@ def check_text(value, what: str, max_chars: int, allow_newlines: bool = False) -
         codes = ", ".join(f"U+{ord(c):04X}" for c in bad[:5])
         raise UserInputError(f"{what} contains invisible or control characters ({codes}); remove them and try again.")
     return value
+
+
+def check_choices(value, choices: tuple[str, ...], what: str, *, argument: str | None = None) -> tuple[str, ...]:
+    """Some of ``choices``: a list of their names, or text with the names between commas, in any case; each name
+    once, as ``choices`` spells it, in the order given. Else a ``UserInputError`` naming ``argument``."""
+    names = [name for name in value.split(",") if name.strip()] if isinstance(value, str) else value
+    if not isinstance(names, list | tuple) or not all(isinstance(name, str) for name in names):
+        raise UserInputError(f"{what} must be a list of names, not {kind_of(value)}.", argument=argument)
+    if not names:
+        raise UserInputError(f"Choose at least one of {what}.", argument=argument)
+    known = {choice.lower(): choice for choice in choices}
+    unknown = [name for name in names if name.strip().lower() not in known]
+    if unknown:
+        raise UserInputError(f"{unknown[0].strip()!r:.40} is not one of the {what}: choose from "
+                             f"{', '.join(choices)}.", argument=argument)
+    return tuple(dict.fromkeys(known[name.strip().lower()] for name in names))
 
 
 def check_number(value, what: str, low: float, high: float | None = None, *, whole: bool = False,

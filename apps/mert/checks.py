@@ -10,7 +10,7 @@ from typing import Any
 from apps.mert.audio import Audio, check_header, read_audio
 from apps.mert.tasks import BEST_LAYER
 from shared.errors import UserInputError
-from shared.validation import check_number
+from shared.validation import check_choices, check_number
 
 MIN_WINDOW, MAX_WINDOW = 2.0, 60.0  # seconds per window of the timeline (MERT was pretrained on 5 s excerpts)
 
@@ -26,15 +26,7 @@ def check_tasks(tasks: Any) -> tuple[str, ...]:
     """Task names (a list, or text with commas) as the Space names them, any case; none: all ten."""
     if tasks is None or (isinstance(tasks, str) and not tasks.strip()):
         return tuple(BEST_LAYER)
-    names = [t.strip() for t in tasks.split(",")] if isinstance(tasks, str) else tasks
-    if not isinstance(names, (list, tuple)) or not all(isinstance(n, str) for n in names):
-        raise UserInputError("tasks must be task names, e.g. \"GS, MTGGenre\".", argument="tasks")
-    known = {name.lower(): name for name in BEST_LAYER}
-    unknown = [n for n in names if n.lower() not in known]
-    if unknown:
-        raise UserInputError(f"Unknown task {unknown[0]!r:.40}; choose from {', '.join(BEST_LAYER)}.",
-                             argument="tasks")
-    return tuple(dict.fromkeys(known[n.lower()] for n in names))
+    return check_choices(tasks, tuple(BEST_LAYER), "tasks", argument="tasks")
 
 
 def check_inputs(audio: str | Path | None, tasks: Any = None, window: Any = None, *, decode: bool = True) -> MERTInputs:

@@ -108,8 +108,9 @@ def test_a_clip_longer_than_one_pass_is_described_in_parts_and_says_so(pipe, cli
 
 
 @pytest.mark.parametrize(("tasks", "window", "argument", "words"), [
-    ("GS, Tempo", None, "tasks", "Unknown task 'Tempo'"),
-    ([3], None, "tasks", "task names"),
+    ("GS, Tempo", None, "tasks", "'Tempo' is not one of the tasks: choose from GS, "),
+    ([3], None, "tasks", "tasks must be a list of names"),
+    ([], None, "tasks", "Choose at least one of tasks"),
     (None, 1, "window", "window must be a number between 2 and 60"),
     (None, "long", "window", "window must be a number"),
 ])

@@ -3,7 +3,7 @@ import re
 import pytest
 
 from shared.errors import UserInputError
-from shared.validation import check_number, check_text, kind_of
+from shared.validation import check_choices, check_number, check_text, kind_of
 
 
 def test_plain_text_passes_unchanged():
@@ -63,3 +63,25 @@ def test_check_number_without_an_upper_bound():
     assert check_number(10**12, "Beams", 1, whole=True) == 10**12
     with pytest.raises(UserInputError, match="Beams must be a whole number of at least 1; got 0, below the minimum."):
         check_number(0, "Beams", 1, whole=True)
+
+
+CHOICES = ("GS", "MTGGenre", "EMO")
+
+
+@pytest.mark.parametrize("value, names", [
+    (["EMO", "GS"], ("EMO", "GS")), ("gs, mtggenre", ("GS", "MTGGenre")), ((" Emo ", "emo", "GS"), ("EMO", "GS")),
+    ("GS,,", ("GS",)),
+])
+def test_check_choices_reads_a_list_or_text_in_any_case_each_name_once_as_declared(value, names):
+    assert check_choices(value, CHOICES, "tasks") == names
+
+
+@pytest.mark.parametrize("value, message", [
+    ([], "Choose at least one of tasks."), (" , ", "Choose at least one of tasks."),
+    ("GS, Tempo", "'Tempo' is not one of the tasks: choose from GS, MTGGenre, EMO."),
+    ([3], "tasks must be a list of names, not a list."), ({"GS": 1}, "tasks must be a list of names, not an object."),
+])
+def test_check_choices_refuses_what_is_not_some_of_the_choices_and_names_the_argument(value, message):
+    with pytest.raises(UserInputError, match=re.escape(message)) as refused:
+        check_choices(value, CHOICES, "tasks", argument="tasks")
+    assert refused.value.argument == "tasks"
