@@ -12,10 +12,12 @@ import struct
 from pathlib import Path
 
 import numpy as np
+from gradio_client import handle_file
 from PIL import Image
 
 import apps
 from shared.api import Endpoint, Input
+from shared.weights import REPO_ROOT
 from tests.endpoints import DECLARED
 from tests.fixtures.images import png_header_only
 
@@ -163,6 +165,17 @@ GEODIFFUSION = [
     ("odd-unicode-label", "/generate", (json.dumps({"camera": "front", "bbox": [[ODD_UNICODE, 0.1, 0.1, 0.2, 0.2]]}),
                                         "nuimages-256x256", 0, 2, 5.0), ["label"]),
 ]
+
+def fill(value, files):
+    """Replace ``{file:NAME}`` placeholders (also inside lists) by uploaded files: a payload of ``make_files``, or a
+    file of the repository (a demo's declared example)."""
+    if isinstance(value, str) and value.startswith("{file:"):
+        name = value[6:-1]
+        return handle_file(str(files[name] if name in files else REPO_ROOT / name))
+    if isinstance(value, list) and value and isinstance(value[0], str) and value[0].startswith("{file:"):
+        return [fill(v, files) for v in value]
+    return value
+
 
 def honest_args(endpoint: Endpoint) -> tuple:
     """Every input at its declared example; a file input its example file (a path in the repository; a files input

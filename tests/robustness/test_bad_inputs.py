@@ -6,11 +6,10 @@ from __future__ import annotations
 import importlib.util
 
 import pytest
-from gradio_client import Client, handle_file
+from gradio_client import Client
 
 import apps
-from shared.weights import REPO_ROOT
-from tests.robustness.cases import CATALOGUE, DECLARED_CASES, VALID, make_files, outside_limits
+from tests.robustness.cases import CATALOGUE, DECLARED_CASES, VALID, fill, make_files, outside_limits
 
 GENERIC = "Something went wrong on our side"
 READY = [d.id for d in apps.DEMOS if d.page_module and importlib.util.find_spec(d.page_module)]
@@ -27,17 +26,6 @@ def client(robust_hub):
     c = Client(robust_hub[0], verbose=False)
     yield c
     c.close()
-
-
-def fill(value, files):
-    """Replace ``{file:NAME}`` placeholders (also inside lists) by uploaded files: a payload of ``make_files``, or a
-    file of the repository (a demo's declared example)."""
-    if isinstance(value, str) and value.startswith("{file:"):
-        name = value[6:-1]
-        return handle_file(str(files[name] if name in files else REPO_ROOT / name))
-    if isinstance(value, list) and value and isinstance(value[0], str) and value[0].startswith("{file:"):
-        return [fill(v, files) for v in value]
-    return value
 
 
 def call(client, files, api_name, args):

@@ -7,10 +7,10 @@ import shutil
 
 import pytest
 import torch
-from gradio_client import Client, handle_file
+from gradio_client import Client
 
 from tests.conftest import free_port
-from tests.robustness.cases import VALID, make_files
+from tests.robustness.cases import VALID, fill, make_files
 
 
 class CodePayload:
@@ -46,7 +46,7 @@ def faulty(tiny_root, tmp_path_factory):
 
 
 def error_of(client, files, api_name, *args) -> str:
-    args = [handle_file(str(files["ok.png"])) if a == "{file:ok.png}" else a for a in args]
+    args = [fill(a, files) for a in args]
     with pytest.raises(ValueError) as info:  # gradio_client's AppError (a ValueError), not a timeout
         client.predict(*args, api_name=api_name)
     return str(info.value)
