@@ -127,6 +127,7 @@ def cmd_doctor(args: argparse.Namespace) -> int:
     cache = weights.hf_cache_dir()
     existing = next(p for p in (cache, *cache.parents) if p.exists())
     print(f"HF cache      {cache} ({shutil.disk_usage(existing).free / 1e9:.1f} GB free)")
+    print(f"Converted     {_converted_line()}")
     problem = weights.hub_problem(detail=True)  # with the network library's reason: the operator's view
     endpoint = weights.hub_endpoint() or weights.DEFAULT_ENDPOINT
     print(f"Hugging Face  {'reachable' if problem is None else 'not reachable'}: {problem or endpoint}")
@@ -140,6 +141,19 @@ def cmd_doctor(args: argparse.Namespace) -> int:
             if st.here:
                 print(f"  {demo.id}/{ws.name} ({st.value}, {weights.pin(demo.id, ws)})")
     return 0
+
+
+def _converted_line() -> str:
+    """The conversion cache's folder and what it holds (weights converted or quantised once, read at the next load)."""
+    from shared.checkpoints import converted_root
+
+    root = converted_root()
+    files = [p for p in root.iterdir() if p.is_file()] if root.is_dir() else []
+    if not files:
+        return f"{root} (empty: filled as weights are first converted or quantised)"
+    size = sum(p.stat().st_size for p in files)
+    return (f"{root} ({len(files)} file{'s' * (len(files) != 1)}, {size / 1e9:.1f} GB; safe to delete: each is made "
+            "again on the next load that needs it)")
 
 
 def _share_line() -> str:

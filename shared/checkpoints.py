@@ -128,8 +128,12 @@ def cache_path(name: str, *parts: str | bytes | Path, suffix: str = ".safetensor
             part = f"{part.resolve()}|{stat.st_size}|{stat.st_mtime_ns}" if stat else f"{part.resolve()}|missing"
         digest.update(part.encode() if isinstance(part, str) else part)
         digest.update(b"\0")
-    root = Path(os.environ.get("DEMOHUB_CONVERTED_CACHE") or hf_cache_dir().parent / "demohub-converted")
-    return root / f"{name}-{digest.hexdigest()[:16]}{suffix}"
+    return converted_root() / f"{name}-{digest.hexdigest()[:16]}{suffix}"
+
+
+def converted_root() -> Path:
+    """The conversion cache: ``DEMOHUB_CONVERTED_CACHE``, else ``demohub-converted`` beside the Hugging Face cache."""
+    return Path(os.environ.get("DEMOHUB_CONVERTED_CACHE") or hf_cache_dir().parent / "demohub-converted")
 
 
 def tensors_digest(tensors: dict) -> str:

@@ -36,6 +36,21 @@ def test_doctor_offline(tmp_path):
     assert str(tmp_path / "hub") in result.stdout and "GB free" in result.stdout
 
 
+def test_doctor_says_where_the_conversion_cache_is_and_how_much_it_holds(tmp_path):
+    """The operator sees the converted and quantised weights' folder and its size (a quantised 7B model is 3.5-6.5 GB),
+    and that deleting it is safe."""
+    cache = tmp_path / "converted"
+    result = run_cli("doctor", tmp_path=tmp_path, DEMOHUB_CONVERTED_CACHE=str(cache))
+    assert f"Converted     {cache} (empty: filled as weights are first converted or quantised)" in result.stdout
+    cache.mkdir()
+    for name in ("llama-int4-0123.safetensors", "tag2text_swin_14m-4567.safetensors"):
+        with (cache / name).open("wb") as f:
+            f.truncate(150_000_000)  # sparse: the size a listing shows, no disk
+    result = run_cli("doctor", tmp_path=tmp_path, DEMOHUB_CONVERTED_CACHE=str(cache))
+    assert f"Converted     {cache} (2 files, 0.3 GB; safe to delete: each is made again on the next load that " \
+           "needs it)" in result.stdout, result.stdout
+
+
 def test_doctor_says_which_quantisation_runs_here_and_serve_refuses_an_unknown_one(tmp_path):
     """DEMOHUB_QUANTIZE: `doctor` tries each kind on this CPU; a value the hub does not know stops `serve` before it
     binds a port (a sentence, exit 1), never a crash on the first visitor's model load."""
