@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib
 import importlib.metadata
 import importlib.util
@@ -147,12 +148,15 @@ def _converted_line() -> str:
     """The conversion cache's folder and what it holds (weights converted or quantised once, read at the next load)."""
     from shared.checkpoints import converted_root
 
-    root = converted_root()
-    files = [p for p in root.iterdir() if p.is_file()] if root.is_dir() else []
+    root, sizes = converted_root(), []
+    for path in root.iterdir() if root.is_dir() else ():
+        with contextlib.suppress(OSError):  # a writer's temporary file may be renamed meanwhile
+            if path.is_file():
+                sizes.append(path.stat().st_size)
+    files, size = len(sizes), sum(sizes)
     if not files:
         return f"{root} (empty: filled as weights are first converted or quantised)"
-    size = sum(p.stat().st_size for p in files)
-    return (f"{root} ({len(files)} file{'s' * (len(files) != 1)}, {size / 1e9:.1f} GB; safe to delete: each is made "
+    return (f"{root} ({files} file{'s' * (files != 1)}, {size / 1e9:.1f} GB; safe to delete: each is made "
             "again on the next load that needs it)")
 
 

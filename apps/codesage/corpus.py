@@ -34,7 +34,7 @@ SOURCE_SUFFIXES = frozenset(  # what a zip's members are read for; an uploaded f
 
 QUOTES = ('"""', "'''")  # a triple-quoted string (Python's docstrings; Julia, Kotlin, Scala, Swift, Dart alike)
 CLOSERS = {'"""': '"""', "'''": "'''", "/*": "*/"}
-BLOCK_COMMENT_SUFFIXES = frozenset(  # where "/*" opens a comment (in Python it is a glob's "src/**/*.py")
+BLOCK_COMMENT_SUFFIXES = frozenset(  # where "/*" opens a comment (in Python it is a glob's "data/*.csv")
     ".js .jsx .mjs .ts .tsx .java .kt .scala .go .php .c .h .cc .cpp .hpp .cs .rs .swift .m .sql .dart .vue .svelte"
     .split())
 
