@@ -38,6 +38,7 @@ from torch import nn
 
 from shared.checkpoints import load_safetensors, save_safetensors
 from shared.device import QUANTIZE_MODES as MODES
+from shared.pool import trim_heap
 
 PACKED_ROWS = 16  # up to this many rows (tokens x beams) an int8 layer runs the packed kernel, beyond them it widens
 # its weight a tile at a time (WIDEN_ROWS) and multiplies in the activations' dtype: across a Llama-2-7B layer's seven
@@ -45,7 +46,8 @@ PACKED_ROWS = 16  # up to this many rows (tokens x beams) an int8 layer runs the
 # `python benchmarks/quantize_layers.py`)
 AWQ_POWER = 0.5  # int4's scale per input channel: rms(x) ** 0.5, normalised (AWQ's usual optimum)
 CLIP_RATIOS = (1.0, 0.95, 0.9, 0.85, 0.8)  # int4: each group's range shrunk by these, the least costly kept
-ROUND_ROWS = 1024  # int4 rounds (and calibrated, searches each group's range for) this many output rows at a time
+ROUND_ROWS = 1024  # int8 and int4 round (int4 calibrated: search each group's range for) this many output rows at a
+# time: a layer's float copies are never made whole (a 7B output layer's int8 rounding peaked 1.05 GB above the layer)
 WIDEN_ROWS = 1024  # a long prompt widens an int8 weight this many output rows at a time, into a buffer each thread
 # keeps: a Llama-2-7B MLP weight for 150 rows then costs 35.5 ms against bf16's 32.9 (widening it whole into new
 # memory, 61 ms: allocating and first touching 90 MB costs more than the conversion)
@@ -82,10 +84,16 @@ class Int8Linear(nn.Module):
     def __init__(self, linear: nn.Linear):
         super().__init__()
         weight = linear.weight.detach()
-        scale = weight.float().abs().amax(dim=1).clamp(min=1e-12) / 127
         self.in_features, self.out_features = linear.in_features, linear.out_features
-        self.register_buffer("weight_int8", torch.round(weight.float() / scale[:, None]).clamp(-127, 127)
-                             .to(torch.int8))
+        codes = torch.empty(weight.shape, dtype=torch.int8, device=weight.device)
+        scale = torch.empty(weight.shape[0], dtype=torch.float32, device=weight.device)
+        # ROUND_ROWS rows at a time: a 7B output layer's float copies (1 GB) are never made whole
+        for start in range(0, weight.shape[0], ROUND_ROWS):
+            block = weight[start:start + ROUND_ROWS].to(torch.float32, copy=True)  # rounded in place below
+            rows = slice(start, start + block.shape[0])
+            scale[rows] = block.abs().amax(dim=1).clamp(min=1e-12) / 127
+            codes[rows] = block.div_(scale[rows, None]).round_().clamp_(-127, 127).to(torch.int8)
+        self.register_buffer("weight_int8", codes)
         self.register_buffer("scale", scale.to(weight.dtype))
         self.bias = linear.bias
 
@@ -249,14 +257,16 @@ def quantize_linear(linear: nn.Linear, mode: str, statistics: torch.Tensor | Non
     """``linear`` in ``mode`` ("int8" or "int4"), or None where its shape does not fit the kernel (it stays as is);
     int4 calibrated where ``statistics`` (its inputs' mean square per channel) are given (int8 takes
     none: SmoothQuant's scales lost answers, BENCHMARKS.md)."""
-    if mode == "int8":
-        return Int8Linear(linear)
-    if mode == "int4":
-        group = next((g for g in INT4_GROUPS if linear.in_features % g == 0), None)
-        if group is None or linear.out_features % 16:  # the kernel packs 16 outputs at a time
-            return None
-        return Int4Linear(linear, group, statistics)
-    raise ValueError(f"mode must be one of {MODES[1:]}, not {mode!r}")
+    if mode not in ("int8", "int4"):
+        raise ValueError(f"mode must be one of {MODES[1:]}, not {mode!r}")
+    group = next((g for g in INT4_GROUPS if linear.in_features % g == 0), None)
+    if mode == "int4" and (group is None or linear.out_features % 16):  # the kernel packs 16 outputs at a time
+        return None
+    quantized = Int8Linear(linear) if mode == "int8" else Int4Linear(linear, group, statistics)
+    # the rounding's row blocks, freed now, sit in the heap between the codes kept: given back to the system, or a 7B
+    # int8 load kept 3 GB of them (12.6 GB at most against 9.5)
+    trim_heap()
+    return quantized
 
 
 def quantize_linears(model: nn.Module, mode: str, statistics: dict[str, torch.Tensor] | None = None) -> int:

@@ -214,6 +214,17 @@ MUTANTS = (
     Mutant("public-url-ignored", "a hub given --public-url shows snippets with it (docs/embed.md)", "apps/ui.py",
            "const page = base ? base + route : here;", "const page = here;",
            ("tests/browser/test_embed_address.py::test_a_hub_given_its_public_address_shows_snippets_with_it",)),
+    Mutant("int8-rounds-the-whole-weight", "int8 rounds a layer a block of rows at a time, never holding its whole "
+           "float copy (BENCHMARKS.md, Ready after a restart)", "shared/quantize.py",
+           "        for start in range(0, weight.shape[0], ROUND_ROWS):\n"
+           "            block = weight[start:start + ROUND_ROWS].to(torch.float32, copy=True)",
+           "        for start in range(0, weight.shape[0], weight.shape[0]):\n"
+           "            block = weight[start:].to(torch.float32, copy=True)",
+           ("tests/shared/test_quantize.py::test_quantising_a_large_layer_never_holds_its_whole_float_copies",)),
+    Mutant("quantising-keeps-freed-blocks", "each quantised layer gives its rounding blocks back (BENCHMARKS.md, "
+           "Ready after a restart: a 7B int8 load 8.97 GB at most)", "shared/quantize.py",
+           "    trim_heap()\n    return quantized", "    return quantized",
+           ("tests/shared/test_quantize.py::test_each_layer_quantised_gives_its_rounding_blocks_back_to_the_system",)),
     Mutant("page-links-wrap-at-720", "the hub's page links keep one line at a paper page's 720 px "
            "(docs/architecture.md, One look)", "apps/ui.py", '"head": HEAD_CSS + EMBED_HEAD', '"head": EMBED_HEAD',
            ("tests/browser/test_layout.py::test_page_fits_width_and_shows_its_main_controls[landing-720-light]",)),
