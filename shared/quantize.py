@@ -257,12 +257,15 @@ def quantize_linear(linear: nn.Linear, mode: str, statistics: torch.Tensor | Non
     """``linear`` in ``mode`` ("int8" or "int4"), or None where its shape does not fit the kernel (it stays as is);
     int4 calibrated where ``statistics`` (its inputs' mean square per channel) are given (int8 takes
     none: SmoothQuant's scales lost answers, BENCHMARKS.md)."""
-    if mode not in ("int8", "int4"):
+    if mode == "int8":
+        quantized = Int8Linear(linear)
+    elif mode == "int4":
+        group = next((g for g in INT4_GROUPS if linear.in_features % g == 0), None)
+        if group is None or linear.out_features % 16:  # the kernel packs 16 outputs at a time
+            return None
+        quantized = Int4Linear(linear, group, statistics)
+    else:
         raise ValueError(f"mode must be one of {MODES[1:]}, not {mode!r}")
-    group = next((g for g in INT4_GROUPS if linear.in_features % g == 0), None)
-    if mode == "int4" and (group is None or linear.out_features % 16):  # the kernel packs 16 outputs at a time
-        return None
-    quantized = Int8Linear(linear) if mode == "int8" else Int4Linear(linear, group, statistics)
     # the rounding's row blocks, freed now, sit in the heap between the codes kept: given back to the system, or a 7B
     # int8 load kept 3 GB of them (12.6 GB at most against 9.5)
     trim_heap()

@@ -54,11 +54,12 @@ def check_choices(value, choices: tuple[str, ...], what: str, *, argument: str |
     if not names:
         raise UserInputError(f"Choose at least one of {what}.", argument=argument)
     known = {choice.lower(): choice for choice in choices}
-    unknown = [name for name in names if name.strip().lower() not in known]
+    keys = [name.strip().lower() for name in names]
+    unknown = [name.strip() for name, key in zip(names, keys, strict=True) if key not in known]
     if unknown:
-        raise UserInputError(f"{unknown[0].strip()!r:.40} is not one of the {what}: choose from "
-                             f"{', '.join(choices)}.", argument=argument)
-    return tuple(dict.fromkeys(known[name.strip().lower()] for name in names))
+        raise UserInputError(f"{unknown[0]!r:.40} is not one of the {what}: choose from {', '.join(choices)}.",
+                             argument=argument)
+    return tuple(dict.fromkeys(known[key] for key in keys))
 
 
 def check_number(value, what: str, low: float, high: float | None = None, *, whole: bool = False,

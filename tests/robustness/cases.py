@@ -166,6 +166,7 @@ GEODIFFUSION = [
                                         "nuimages-256x256", 0, 2, 5.0), ["label"]),
 ]
 
+
 def fill(value, files):
     """Replace ``{file:NAME}`` placeholders (also inside lists) by uploaded files: a payload of ``make_files``, or a
     file of the repository (a demo's declared example)."""
